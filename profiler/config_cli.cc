@@ -1,0 +1,193 @@
+#include "profiler/config_cli.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+
+#include "profiler/errors.h"
+
+namespace memprof {
+namespace po = boost::program_options;
+namespace {
+
+// Every config key, bound to its RunConfig field.
+po::options_description ConfigKeys(RunConfig& c) {
+  po::options_description keys("Config keys (in a file, or as --section.key)");
+  keys.add_options()
+      ("model", po::value(&c.model), "model family: mlp")
+      ("mlp.input", po::value(&c.mlp.input), "input features")
+      ("mlp.hidden", po::value(&c.mlp.hidden), "hidden width")
+      ("mlp.depth", po::value(&c.mlp.depth), "number of hidden layers")
+      ("mlp.output", po::value(&c.mlp.output), "output classes")
+      ("train.micro_batch", po::value(&c.train.micro_batch),
+       "samples per rank per step")
+      ("train.global_batch", po::value(&c.train.global_batch),
+       "samples per step over all ranks (0: unset)")
+      ("train.steps", po::value(&c.train.steps), "training steps")
+      ("train.optimizer", po::value(&c.train.optimizer), "adam | adamw | sgd")
+      ("train.lr", po::value(&c.train.lr), "learning rate")
+      ("train.dtype", po::value(&c.train.dtype), "float32")
+      ("train.zero_grad_set_to_none",
+       po::value(&c.train.zero_grad_set_to_none),
+       "free gradients after each step instead of zeroing them")
+      ("train.seed", po::value(&c.train.seed), "random seed")
+      ("ddp.world_size", po::value(&c.ddp.world_size), "number of ranks")
+      ("ddp.bucket_cap_mb", po::value(&c.ddp.bucket_cap_mb),
+       "DDP bucket size in MiB")
+      ("ddp.gradient_as_bucket_view",
+       po::value(&c.ddp.gradient_as_bucket_view),
+       "gradients are views into the DDP buckets")
+      ("ddp.timeout_s", po::value(&c.ddp.timeout_s),
+       "collective timeout in seconds");
+  return keys;
+}
+
+struct Aliases {
+  int64_t world_size = 0, micro_batch = 0, global_batch = 0, steps = 0;
+};
+
+po::options_description CommandLineOnly(ProfileArgs& args, Aliases& a) {
+  po::options_description flags("Options");
+  flags.add_options()
+      ("help,h", "print this help")
+      ("config", po::value(&args.config.source), "INI config file")
+      ("out", po::value(&args.out_dir), "output directory (default: out)")
+      ("world-size", po::value(&a.world_size), "= --ddp.world_size")
+      ("micro-batch", po::value(&a.micro_batch), "= --train.micro_batch")
+      ("global-batch", po::value(&a.global_batch), "= --train.global_batch")
+      ("steps", po::value(&a.steps), "= --train.steps");
+  return flags;
+}
+
+std::string At(const std::string& path, int line) {
+  return line > 0 ? path + ":" + std::to_string(line) : path;
+}
+
+// Where a key's value came from, for error messages.
+std::string SourceOf(const std::string& key, const po::variables_map& cli,
+                     const std::string& path) {
+  if (cli.count(key)) return "--" + key;
+  if (!path.empty()) return At(path, FindKeyLine(path, key)) + ": key '" + key + "'";
+  return "default of '" + key + "'";
+}
+
+}  // namespace
+
+int FindKeyLine(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line, section;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const size_t begin = line.find_first_not_of(" \t");
+    if (begin == std::string::npos || line[begin] == '#' || line[begin] == ';')
+      continue;
+    if (line[begin] == '[') {
+      const size_t end = line.find(']', begin);
+      section = line.substr(begin + 1, end - begin - 1);
+      continue;
+    }
+    std::string name = line.substr(begin, line.find('=') - begin);
+    name.erase(name.find_last_not_of(" \t") + 1);
+    if ((section.empty() ? name : section + "." + name) == key) return number;
+  }
+  return 0;
+}
+
+ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
+  ProfileArgs args;
+  Aliases aliases;
+  po::options_description keys = ConfigKeys(args.config);
+  po::options_description all;
+  all.add(CommandLineOnly(args, aliases)).add(keys);
+
+  po::variables_map cli;
+  try {
+    po::store(po::command_line_parser(words).options(all).run(), cli);
+  } catch (const po::unknown_option& e) {
+    throw InputError("unknown flag '" + e.get_option_name() +
+                     "'; run 'memprof profile --help' for the list");
+  } catch (const po::error& e) {
+    throw InputError(std::string("command line: ") + e.what());
+  }
+  if (cli.count("help")) {
+    std::ostringstream text;
+    text << "usage: memprof profile [--config FILE] [--out DIR] [flags]\n\n"
+         << all;
+    args.help = true;
+    args.help_text = text.str();
+    return args;
+  }
+
+  po::variables_map vm = cli;
+  const std::string path =
+      cli.count("config") ? cli["config"].as<std::string>() : "";
+  if (!path.empty()) {
+    std::ifstream file(path);
+    if (!file || std::filesystem::is_directory(path)) {
+      const std::string reason =
+          file ? "it is a directory" : std::strerror(errno);
+      throw InputError("cannot read config file '" + path + "': " + reason +
+                       "; pass an existing file to --config");
+    }
+    try {
+      po::store(po::parse_config_file(file, keys), vm);
+    } catch (const po::unknown_option& e) {
+      const std::string key = e.get_option_name();
+      throw InputError(At(path, FindKeyLine(path, key)) + ": unknown key '" +
+                       key + "'; see 'memprof profile --help' for the keys");
+    } catch (const po::invalid_config_file_syntax& e) {
+      throw InputError(path + ": " + e.what() +
+                       "; lines are 'key = value' or '[section]'");
+    } catch (const po::error_with_option_name& e) {
+      const std::string key = e.get_option_name();
+      throw InputError(At(path, key.empty() ? 0 : FindKeyLine(path, key)) +
+                       ": " + e.what());
+    } catch (const po::error& e) {
+      throw InputError(path + ": " + e.what());
+    }
+  }
+  try {
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw InputError(std::string("command line: ") + e.what());
+  }
+  args.config.source = path;
+
+  const std::pair<const char*, const char*> pairs[] = {
+      {"world-size", "ddp.world_size"},
+      {"micro-batch", "train.micro_batch"},
+      {"global-batch", "train.global_batch"},
+      {"steps", "train.steps"}};
+  int64_t* fields[] = {&args.config.ddp.world_size,
+                       &args.config.train.micro_batch,
+                       &args.config.train.global_batch,
+                       &args.config.train.steps};
+  const int64_t values[] = {aliases.world_size, aliases.micro_batch,
+                            aliases.global_batch, aliases.steps};
+  for (int i = 0; i < 4; ++i) {
+    if (!cli.count(pairs[i].first)) continue;
+    if (cli.count(pairs[i].second)) {
+      throw InputError(std::string("--") + pairs[i].first + " and --" +
+                       pairs[i].second + " both given; use one");
+    }
+    *fields[i] = values[i];
+  }
+
+  try {
+    ValidateRunConfig(args.config);
+  } catch (const ConfigError& e) {
+    std::string key = e.key();
+    for (const auto& pair : pairs) {
+      if (key == pair.second && cli.count(pair.first)) {
+        throw InputError(std::string("--") + pair.first + ": " + e.what());
+      }
+    }
+    throw InputError(SourceOf(key, cli, path) + ": " + e.what());
+  }
+  return args;
+}
+
+}  // namespace memprof

@@ -1,0 +1,135 @@
+#include "profiler/lifetime_analysis.h"
+
+#include <algorithm>
+
+#include <c10/util/Exception.h>
+
+namespace memprof {
+namespace {
+
+struct Event {
+  int64_t delta = 0;  // +bytes at an alloc, -bytes at a free, 0: no event
+  Category category = Category::kUnattributed;
+};
+
+void Raise(PeakPoint& point, int64_t total, const Breakdown& now, int64_t seq,
+           const PhaseMark& mark) {
+  if (total <= point.total_bytes && point.seq >= 0) return;
+  point.total_bytes = total;
+  point.seq = seq;
+  point.phase = mark.phase;
+  point.step = mark.step;
+  point.bytes = now;
+}
+
+}  // namespace
+
+Analysis Analyze(const Capture& capture) {
+  Analysis out;
+  TORCH_INTERNAL_ASSERT(!capture.marks.empty(), "capture without marks");
+  const int64_t begin = capture.begin_seq;
+  std::vector<Event> events(
+      static_cast<size_t>(std::max<int64_t>(capture.end_seq - begin, 0)));
+  for (const Lifetime& life : capture.lifetimes) {
+    TORCH_INTERNAL_ASSERT(life.alloc_seq >= begin &&
+                          life.alloc_seq < capture.end_seq);
+    const int c = Index(life.category);
+    TORCH_INTERNAL_ASSERT(c < kNumCategories, "unresolved block in capture");
+    events[life.alloc_seq - begin] = Event{life.bytes, life.category};
+    out.stats[c].allocated += life.bytes;
+    if (life.free_seq != kLive) {
+      TORCH_INTERNAL_ASSERT(life.free_seq > life.alloc_seq &&
+                            life.free_seq < capture.end_seq);
+      events[life.free_seq - begin] = Event{-life.bytes, life.category};
+      out.stats[c].freed += life.bytes;
+    }
+    ++out.allocations;
+  }
+
+  int32_t last_step = 0;
+  for (const PhaseMark& mark : capture.marks) {
+    last_step = std::max(last_step, mark.step);
+  }
+  out.steady_first_step = last_step >= 2 ? 2 : last_step;
+  for (int32_t s = 1; s <= last_step; ++s) {
+    StepFigures figures;
+    figures.step = s;
+    out.steps.push_back(figures);
+  }
+
+  Breakdown now{};
+  int64_t total = 0;
+  size_t mark_index = 0;
+  auto open_segment = [&](size_t i) {
+    const PhaseMark& mark = capture.marks[i];
+    Segment segment;
+    segment.step = mark.step;
+    segment.phase = mark.phase;
+    segment.begin_seq = mark.seq;
+    segment.end_seq = i + 1 < capture.marks.size() ? capture.marks[i + 1].seq
+                                                   : capture.end_seq;
+    segment.begin_bytes = now;
+    out.segments.push_back(segment);
+    // Blocks live when a step opens count toward its own maxima.
+    if (mark.step >= 1) {
+      for (int c = 0; c < kNumCategories; ++c) {
+        Breakdown& step_max = out.steps[mark.step - 1].max_bytes;
+        step_max[c] = std::max(step_max[c], now[c]);
+        if (mark.step >= out.steady_first_step) {
+          out.steady_max[c] = std::max(out.steady_max[c], now[c]);
+        }
+      }
+    }
+  };
+  open_segment(0);
+  for (int64_t seq = begin; seq < capture.end_seq; ++seq) {
+    while (mark_index + 1 < capture.marks.size() &&
+           capture.marks[mark_index + 1].seq <= seq) {
+      out.segments.back().end_bytes = now;
+      if (capture.marks[mark_index].step >= 1) {
+        out.steps[capture.marks[mark_index].step - 1].end_bytes = now;
+      }
+      open_segment(++mark_index);
+    }
+    const Event& event = events[seq - begin];
+    if (event.delta == 0) continue;
+    const int c = Index(event.category);
+    now[c] += event.delta;
+    total += event.delta;
+    if (event.delta < 0) continue;
+    const PhaseMark& mark = capture.marks[mark_index];
+    Stat& stat = out.stats[c];
+    stat.peak = std::max(stat.peak, now[c]);
+    Raise(out.run_peak, total, now, seq, mark);
+    Raise(out.segments.back().peak, total, now, seq, mark);
+    if (mark.step >= 1) {
+      StepFigures& step = out.steps[mark.step - 1];
+      Raise(step.peak, total, now, seq, mark);
+      step.max_bytes[c] = std::max(step.max_bytes[c], now[c]);
+      if (mark.step >= out.steady_first_step) {
+        Raise(out.steady_peak, total, now, seq, mark);
+        out.steady_max[c] = std::max(out.steady_max[c], now[c]);
+      }
+    }
+  }
+  // Close the remaining segments (marks after the last event included).
+  while (true) {
+    out.segments.back().end_bytes = now;
+    if (capture.marks[mark_index].step >= 1) {
+      out.steps[capture.marks[mark_index].step - 1].end_bytes = now;
+    }
+    if (mark_index + 1 >= capture.marks.size()) break;
+    open_segment(++mark_index);
+  }
+
+  for (Stat& stat : out.stats) {
+    stat.current = stat.allocated - stat.freed;
+    out.total.allocated += stat.allocated;
+    out.total.freed += stat.freed;
+  }
+  out.total.current = out.total.allocated - out.total.freed;
+  out.total.peak = out.run_peak.total_bytes;
+  return out;
+}
+
+}  // namespace memprof

@@ -1,0 +1,65 @@
+// Figures computed from a session's block lifetimes (Note [Block
+// lifetimes]): per-category Stats, per-step and steady-state peaks with
+// their breakdowns, and a per-phase timeline. Pure arithmetic: no tensors.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "profiler/memory_tracker.h"
+
+namespace memprof {
+
+using Breakdown = std::array<int64_t, kNumCategories>;  // bytes by category
+
+// The live bytes at one moment: right after the allocation at `seq`.
+struct PeakPoint {
+  int64_t total_bytes = 0;
+  int64_t seq = -1;  // -1: nothing was allocated in the scope
+  Phase phase = Phase::kIdle;
+  int32_t step = 0;
+  Breakdown bytes{};
+};
+
+struct StepFigures {
+  int32_t step = 0;
+  PeakPoint peak;
+  Breakdown max_bytes{};  // each category's own maximum within the step
+  Breakdown end_bytes{};  // live when the step ended
+};
+
+// One stretch between two phase marks.
+struct Segment {
+  int32_t step = 0;
+  Phase phase = Phase::kIdle;
+  int64_t begin_seq = 0;
+  int64_t end_seq = 0;
+  Breakdown begin_bytes{};
+  PeakPoint peak;  // seq -1 when the segment allocated nothing
+  Breakdown end_bytes{};
+};
+
+struct Analysis {
+  std::array<Stat, kNumCategories> stats{};  // whole session, final categories
+  Stat total;
+  PeakPoint run_peak;  // whole session, set-up and step 1 included
+  // Steady state: the steps after the first (the first step creates the
+  // gradients and optimizer state lazily), or step 1 when it is the only one.
+  int32_t steady_first_step = 0;
+  PeakPoint steady_peak;
+  Breakdown steady_max{};  // each category's own maximum in the steady state
+  std::vector<StepFigures> steps;  // steps 1..K
+  std::vector<Segment> segments;   // in order
+  int64_t allocations = 0;
+};
+
+Analysis Analyze(const Capture& capture);
+
+inline int64_t Sum(const Breakdown& b) {
+  int64_t total = 0;
+  for (int64_t v : b) total += v;
+  return total;
+}
+
+}  // namespace memprof

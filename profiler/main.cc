@@ -1,0 +1,52 @@
+// memprof: where does each rank's memory go in a LibTorch training step?
+// Commands and exit codes: DESIGN.md "Commands"; README.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "profiler/config_cli.h"
+#include "profiler/cpu_hook.h"
+#include "profiler/errors.h"
+#include "profiler/profile_command.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: memprof <command> [options]\n"
+    "commands:\n"
+    "  profile --config FILE [--out DIR] [--section.key VALUE ...]\n"
+    "run 'memprof <command> --help' for its options\n";
+
+int Main(const std::vector<std::string>& words) {
+  if (words.empty() || words[0] == "--help" || words[0] == "-h") {
+    std::cout << kUsage;
+    return words.empty() ? memprof::kExitBadInput : memprof::kExitOk;
+  }
+  const std::vector<std::string> rest(words.begin() + 1, words.end());
+  if (words[0] == "profile") {
+    memprof::ProfileArgs args = memprof::ParseProfileArgs(rest);
+    if (args.help) {
+      std::cout << args.help_text;
+      return memprof::kExitOk;
+    }
+    return memprof::RunProfileCommand(args);
+  }
+  throw memprof::InputError("unknown command '" + words[0] +
+                            "'; known commands: profile");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before anything can make a tensor: every block must be seen.
+  memprof::InstallCpuHook();
+  try {
+    return Main(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const memprof::InputError& e) {
+    std::cerr << "memprof: error: " << e.what() << "\n";
+    return memprof::kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "memprof: run failed: " << e.what() << "\n";
+    return memprof::kExitRunFailed;
+  }
+}

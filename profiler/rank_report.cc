@@ -1,0 +1,162 @@
+#include "profiler/rank_report.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <sstream>
+
+#include <torch/version.h>
+
+#include "profiler/human_bytes.h"
+
+#ifndef MEMPROF_GIT_SHA
+#define MEMPROF_GIT_SHA "unknown"
+#endif
+
+namespace memprof {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json BreakdownJson(const Breakdown& bytes) {
+  Json out = Json::object();
+  for (Category c : kAllCategories) out[CategoryName(c)] = bytes[Index(c)];
+  return out;
+}
+
+Json PeakJson(const PeakPoint& peak) {
+  return Json{{"total_bytes", peak.total_bytes},
+              {"phase", PhaseName(peak.phase)},
+              {"step", peak.step},
+              {"seq", peak.seq},
+              {"breakdown", BreakdownJson(peak.bytes)}};
+}
+
+std::string Hostname() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+}  // namespace
+
+nlohmann::ordered_json ToJson(const RankReport& r) {
+  const Analysis& a = r.analysis;
+  Json categories = Json::object();
+  for (Category c : kAllCategories) {
+    const int i = Index(c);
+    Json entry{{"measured_bytes", a.steady_peak.bytes[i]},
+               {"peak_bytes", a.steady_max[i]},
+               {"end_bytes", a.stats[i].current},
+               {"allocated_bytes", a.stats[i].allocated},
+               {"freed_bytes", a.stats[i].freed}};
+    if (c == Category::kWeights) entry["buffers_bytes"] = r.buffer_bytes;
+    categories[CategoryName(c)] = entry;
+  }
+  Json peak = PeakJson(a.steady_peak);
+  peak["scope"] = "steady_state";
+  peak["first_step"] = a.steady_first_step;
+  Json run_peak = PeakJson(a.run_peak);
+  run_peak["scope"] = "run";
+
+  Json steps = Json::array();
+  for (const StepFigures& s : a.steps) {
+    const StepRecord& record = r.step_records.at(s.step - 1);
+    steps.push_back(Json{{"step", s.step},
+                         {"steady_state", s.step >= a.steady_first_step},
+                         {"seconds", record.seconds},
+                         {"loss", record.loss},
+                         {"peak_bytes", s.peak.total_bytes},
+                         {"peak_phase", PhaseName(s.peak.phase)},
+                         {"peak_seq", s.peak.seq},
+                         {"breakdown", BreakdownJson(s.peak.bytes)},
+                         {"max_bytes", BreakdownJson(s.max_bytes)},
+                         {"end_bytes", BreakdownJson(s.end_bytes)}});
+  }
+  Json timeline = Json::array();
+  for (const Segment& seg : a.segments) {
+    timeline.push_back(Json{{"step", seg.step},
+                            {"phase", PhaseName(seg.phase)},
+                            {"begin_seq", seg.begin_seq},
+                            {"end_seq", seg.end_seq},
+                            {"begin_bytes", BreakdownJson(seg.begin_bytes)},
+                            {"peak_bytes", seg.peak.total_bytes},
+                            {"peak_seq", seg.peak.seq},
+                            {"peak_breakdown", BreakdownJson(seg.peak.bytes)},
+                            {"end_bytes", BreakdownJson(seg.end_bytes)}});
+  }
+  return Json{
+      {"schema", kRankSchema},
+      {"context",
+       {{"rank", r.context.rank},
+        {"world_size", r.context.world_size},
+        {"device", r.context.device},
+        {"backend", r.context.backend},
+        {"libtorch_version", TORCH_VERSION},
+        {"git_sha", MEMPROF_GIT_SHA},
+        {"hostname", Hostname()},
+        {"pid", static_cast<int64_t>(::getpid())},
+        {"config", ToJson(r.config)}}},
+      {"parameters", r.parameters},
+      {"micro_batch", r.micro_batch},
+      {"categories", categories},
+      {"peak", peak},
+      {"run_peak", run_peak},
+      {"steps", steps},
+      {"timeline", timeline},
+      {"hook",
+       {{"allocations", a.allocations},
+        {"allocated_bytes", a.total.allocated},
+        {"freed_bytes", a.total.freed},
+        {"ownership_not_found", r.ownership_not_found},
+        {"ownership_conflicts", r.ownership_conflicts}}},
+  };
+}
+
+std::string FormatTable(const RankReport& r) {
+  const Analysis& a = r.analysis;
+  const StepFigures* first = a.steps.empty() ? nullptr : &a.steps.front();
+  std::ostringstream out;
+  char line[256];
+  out << "memprof: " << r.config.model << ", " << r.parameters
+      << " parameters, rank " << r.context.rank << " of "
+      << r.context.world_size << " (" << r.context.device << "), micro-batch "
+      << r.micro_batch << ", " << r.config.train.steps << " steps\n\n";
+  std::snprintf(line, sizeof line, "%-16s %12s %12s %12s %10s\n", "category",
+                "at peak", "own peak", "step 1", "bytes/P");
+  out << line;
+  for (Category c : kAllCategories) {
+    const int i = Index(c);
+    std::string per_param = "";
+    if (r.parameters > 0 && i <= Index(Category::kDdpBuckets) &&
+        c != Category::kActivations) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.2f",
+                    static_cast<double>(a.steady_peak.bytes[i]) /
+                        static_cast<double>(r.parameters));
+      per_param = text;
+    }
+    std::snprintf(line, sizeof line, "%-16s %12s %12s %12s %10s\n",
+                  std::string(CategoryName(c)).c_str(),
+                  HumanBytes(a.steady_peak.bytes[i]).c_str(),
+                  HumanBytes(a.steady_max[i]).c_str(),
+                  first ? HumanBytes(first->peak.bytes[i]).c_str() : "-",
+                  per_param.c_str());
+    out << line;
+  }
+  std::snprintf(line, sizeof line, "%-16s %12s %12s %12s\n", "total",
+                HumanBytes(a.steady_peak.total_bytes).c_str(), "",
+                first ? HumanBytes(first->peak.total_bytes).c_str() : "-");
+  out << line << "\n";
+  out << "steady-state peak: " << HumanBytes(a.steady_peak.total_bytes)
+      << " (" << a.steady_peak.total_bytes << " B) in step "
+      << a.steady_peak.step << ", " << PhaseName(a.steady_peak.phase) << "\n";
+  if (first != nullptr && a.steady_first_step > 1) {
+    out << "step 1 peak:       " << HumanBytes(first->peak.total_bytes)
+        << " in " << PhaseName(first->peak.phase)
+        << " (gradients and optimizer state are created during step 1)\n";
+  }
+  return out.str();
+}
+
+}  // namespace memprof

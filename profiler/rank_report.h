@@ -1,0 +1,46 @@
+// RankReport: one rank's figures as a plain struct; rank-<r>.json and the
+// printed table only format it (see reports/SCHEMA.md once written).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "profiler/lifetime_analysis.h"
+#include "profiler/run_config.h"
+
+namespace memprof {
+
+inline constexpr const char* kRankSchema = "memprof.rank/1";
+
+struct RankContext {
+  int rank = 0;
+  int world_size = 1;
+  std::string device = "cpu";
+  std::string backend = "none";
+};
+
+struct StepRecord {
+  double seconds = 0;
+  double loss = 0;
+};
+
+struct RankReport {
+  RankContext context;
+  RunConfig config;
+  int64_t parameters = 0;  // number of parameter elements (P)
+  int64_t micro_batch = 0;
+  Analysis analysis;
+  int64_t buffer_bytes = 0;  // module buffers, a sub-figure of weights
+  std::vector<StepRecord> step_records;  // steps 1..K
+  int64_t ownership_not_found = 0;
+  int64_t ownership_conflicts = 0;
+};
+
+nlohmann::ordered_json ToJson(const RankReport& report);
+
+// The per-category table printed after a run.
+std::string FormatTable(const RankReport& report);
+
+}  // namespace memprof

@@ -1,0 +1,55 @@
+// RunConfig: everything a run needs, as a plain struct. Only the CLI
+// (config_cli.h) parses files and flags into it; the library never does.
+// Keys are listed in DESIGN.md "Config keys and flags".
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace memprof {
+
+struct MlpConfig {
+  int64_t input = 784;   // features per sample
+  int64_t hidden = 1024;  // width of each hidden layer
+  int64_t depth = 2;      // number of hidden layers
+  int64_t output = 10;    // classes
+};
+
+struct TrainConfig {
+  int64_t micro_batch = 8;   // samples per rank per step
+  int64_t global_batch = 0;  // 0: unset; else micro_batch = global / world
+  int64_t steps = 3;
+  std::string optimizer = "adam";  // adam | adamw | sgd
+  double lr = 1e-3;
+  std::string dtype = "float32";
+  bool zero_grad_set_to_none = false;
+  int64_t seed = 0;  // rank r draws its data from seed + r
+};
+
+struct DdpConfig {
+  int64_t world_size = 1;
+  double bucket_cap_mb = 25;
+  bool gradient_as_bucket_view = false;
+  int64_t timeout_s = 300;
+};
+
+struct RunConfig {
+  std::string source;  // the config file it came from ("" for defaults)
+  std::string model = "mlp";
+  MlpConfig mlp;
+  TrainConfig train;
+  DdpConfig ddp;
+};
+
+// Throws ConfigError naming the offending key.
+void ValidateRunConfig(const RunConfig& config);
+
+// Micro-batch per rank: train.global_batch / world_size when set.
+int64_t MicroBatch(const RunConfig& config);
+
+// Every key with its value, as written in the report's context.
+nlohmann::json ToJson(const RunConfig& config);
+
+}  // namespace memprof

@@ -1,0 +1,121 @@
+#include "profiler/trainer.h"
+
+#include <chrono>
+#include <memory>
+
+#include <torch/torch.h>
+
+#include "models/model.h"
+#include "profiler/attribution.h"
+#include "profiler/cpu_hook.h"
+#include "profiler/errors.h"
+#include "profiler/memory_tracker.h"
+
+namespace memprof {
+namespace {
+
+std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(
+    const TrainConfig& train, const std::vector<torch::Tensor>& params) {
+  if (train.optimizer == "adam") {
+    return std::make_unique<torch::optim::Adam>(
+        params, torch::optim::AdamOptions(train.lr));
+  }
+  if (train.optimizer == "adamw") {
+    return std::make_unique<torch::optim::AdamW>(
+        params, torch::optim::AdamWOptions(train.lr));
+  }
+  return std::make_unique<torch::optim::SGD>(
+      params, torch::optim::SGDOptions(train.lr));
+}
+
+// 1.13's Optimizer::zero_grad() zeroes in place; set_to_none drops them.
+void ZeroGrad(torch::optim::Optimizer& optimizer,
+              const std::vector<torch::Tensor>& params, bool set_to_none) {
+  if (!set_to_none) {
+    optimizer.zero_grad();
+    return;
+  }
+  for (const torch::Tensor& p : params) {
+    torch::Tensor& grad = const_cast<torch::Tensor&>(p).mutable_grad();
+    grad.reset();
+  }
+}
+
+int64_t CountElements(const std::vector<torch::Tensor>& tensors) {
+  int64_t n = 0;
+  for (const torch::Tensor& t : tensors) n += t.numel();
+  return n;
+}
+
+}  // namespace
+
+RankReport RunRank(const RunConfig& config, const RankContext& context) {
+  TORCH_CHECK(CpuHookInstalled(),
+              "the CPU allocator hook must be installed before RunRank");
+  MemoryTracker& tracker = MemoryTracker::Get();
+  RankReport report;
+  report.context = context;
+  report.config = config;
+  report.micro_batch = MicroBatch(config);
+  OwnershipMisses misses;
+
+  tracker.BeginSession();
+  {
+    tracker.SetPhase(Phase::kModelInit, 0);
+    torch::manual_seed(config.train.seed);  // same weights on every rank
+    std::unique_ptr<TrainableModel> model = BuildModel(config);
+    const std::vector<torch::Tensor> params = model->module().parameters();
+    ResolveOwnership(params, Category::kWeights, misses);
+    ResolveOwnership(model->module().buffers(), Category::kWeights, misses,
+                     kFlagBuffer);
+    report.parameters = CountElements(params);
+    std::unique_ptr<torch::optim::Optimizer> optimizer =
+        MakeOptimizer(config.train, params);
+    torch::manual_seed(config.train.seed + 1 + context.rank);  // data per rank
+
+    for (int32_t step = 1; step <= config.train.steps; ++step) {
+      const auto start = std::chrono::steady_clock::now();
+      StepRecord record;
+      {
+        tracker.SetPhase(Phase::kInputs, step);
+        const Batch batch = model->MakeBatch(report.micro_batch);
+        ResolveOwnership({batch.input, batch.target}, Category::kInputs,
+                         misses);
+
+        tracker.SetPhase(Phase::kForward, step);
+        torch::Tensor loss = model->Loss(batch);
+        tracker.ResolvePending(Phase::kForward, step, Category::kActivations);
+
+        tracker.SetPhase(Phase::kBackward, step);
+        loss.backward();
+        ResolveOwnership(Gradients(params), Category::kGradients, misses);
+
+        tracker.SetPhase(Phase::kOptimizer, step);
+        optimizer->step();
+        ResolveOwnership(OptimizerStateTensors(*optimizer),
+                         Category::kOptimizerState, misses);
+
+        tracker.SetPhase(Phase::kZeroGrad, step);
+        ZeroGrad(*optimizer, params, config.train.zero_grad_set_to_none);
+        record.loss = loss.item<double>();
+      }  // the batch, the loss and the graph are freed inside the step
+      record.seconds = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+      report.step_records.push_back(record);
+    }
+    tracker.SetPhase(Phase::kIdle, 0);
+    const Capture capture = tracker.EndSession();
+    report.analysis = Analyze(capture);
+    for (const Lifetime& life : capture.lifetimes) {
+      if ((life.flags & kFlagBuffer) && life.free_seq == kLive) {
+        report.buffer_bytes += life.bytes;
+      }
+    }
+  }
+  report.ownership_not_found = misses.not_found;
+  report.ownership_conflicts = misses.conflict;
+  return report;
+}
+
+}  // namespace memprof

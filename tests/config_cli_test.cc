@@ -1,0 +1,141 @@
+#include "profiler/config_cli.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "profiler/errors.h"
+
+namespace memprof {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ConfigCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("memprof-config-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  // The InputError message of parsing `args`, or "" when it parsed.
+  static std::string ErrorOf(const std::vector<std::string>& args) {
+    try {
+      ParseProfileArgs(args);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  fs::path dir_;
+};
+
+constexpr const char* kGood =
+    "model = mlp\n"
+    "[mlp]\n"
+    "input = 12\n"
+    "hidden = 34\n"
+    "depth = 2\n"
+    "output = 5\n"
+    "[train]\n"
+    "micro_batch = 4\n"
+    "steps = 2\n";
+
+TEST_F(ConfigCliTest, ReadsSectionsAsDottedKeys) {
+  const std::string path = Write("good.ini", kGood);
+  const ProfileArgs args = ParseProfileArgs({"--config", path});
+  EXPECT_EQ(args.config.source, path);
+  EXPECT_EQ(args.config.mlp.input, 12);
+  EXPECT_EQ(args.config.mlp.hidden, 34);
+  EXPECT_EQ(args.config.mlp.output, 5);
+  EXPECT_EQ(args.config.train.micro_batch, 4);
+  EXPECT_EQ(args.config.train.steps, 2);
+  EXPECT_EQ(args.config.train.optimizer, "adam");  // default kept
+}
+
+TEST_F(ConfigCliTest, FlagsWinOverTheFile) {
+  const std::string path = Write("good.ini", kGood);
+  const ProfileArgs args =
+      ParseProfileArgs({"--config", path, "--mlp.hidden", "7", "--steps", "5",
+                        "--micro-batch", "3", "--out", "d"});
+  EXPECT_EQ(args.config.mlp.hidden, 7);
+  EXPECT_EQ(args.config.train.steps, 5);
+  EXPECT_EQ(args.config.train.micro_batch, 3);
+  EXPECT_EQ(args.out_dir, "d");
+}
+
+TEST_F(ConfigCliTest, UnknownKeyNamesFileLineAndKey) {
+  const std::string path =
+      Write("unknown.ini", "model = mlp\n[mlp]\nhidden = 3\nwidth = 9\n");
+  const std::string error = ErrorOf({"--config", path});
+  EXPECT_NE(error.find(path + ":4"), std::string::npos) << error;
+  EXPECT_NE(error.find("unknown key 'mlp.width'"), std::string::npos) << error;
+}
+
+TEST_F(ConfigCliTest, MalformedValueNamesFileLineAndKey) {
+  const std::string path = Write("bad.ini", "[mlp]\nhidden = wide\n");
+  const std::string error = ErrorOf({"--config", path});
+  EXPECT_NE(error.find(path + ":2"), std::string::npos) << error;
+  EXPECT_NE(error.find("mlp.hidden"), std::string::npos) << error;
+}
+
+TEST_F(ConfigCliTest, NonPositiveSizeNamesWhereItCameFrom) {
+  const std::string path = Write("zero.ini", "[mlp]\ninput = 4\ndepth = 0\n");
+  const std::string from_file = ErrorOf({"--config", path});
+  EXPECT_NE(from_file.find(path + ":3"), std::string::npos) << from_file;
+  EXPECT_NE(from_file.find("mlp.depth must be positive"), std::string::npos)
+      << from_file;
+  const std::string from_flag = ErrorOf({"--mlp.hidden=-8"});
+  EXPECT_NE(from_flag.find("--mlp.hidden"), std::string::npos) << from_flag;
+  const std::string from_alias = ErrorOf({"--steps", "0"});
+  EXPECT_NE(from_alias.find("--steps"), std::string::npos) << from_alias;
+}
+
+TEST_F(ConfigCliTest, MissingFileNamesItAndTheRemedy) {
+  const std::string error = ErrorOf({"--config", "/nonexistent/x.ini"});
+  EXPECT_NE(error.find("'/nonexistent/x.ini'"), std::string::npos) << error;
+  EXPECT_NE(error.find("No such file"), std::string::npos) << error;
+}
+
+TEST_F(ConfigCliTest, BadFlagsAndValuesAreRejected) {
+  EXPECT_NE(ErrorOf({"--no-such-flag"}).find("unknown flag"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf({"--model", "transformer"}).find("known models: mlp"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf({"--train.optimizer", "lion"}).find("adam, adamw, sgd"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf({"--world-size", "3", "--global-batch", "8"})
+                .find("does not divide"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf({"--world-size", "2", "--ddp.world_size", "2"})
+                .find("both given"),
+            std::string::npos);
+  const std::string path = Write("syntax.ini", "[mlp]\njust words\n");
+  EXPECT_NE(ErrorOf({"--config", path}).find(path), std::string::npos);
+}
+
+TEST(FindKeyLine, TracksSections) {
+  const std::string path =
+      (fs::temp_directory_path() / "memprof-findkey.ini").string();
+  std::ofstream(path) << "# c\nmodel = mlp\n\n[train]\n steps = 1\n[mlp]\n"
+                         "steps = 2\n";
+  EXPECT_EQ(FindKeyLine(path, "model"), 2);
+  EXPECT_EQ(FindKeyLine(path, "train.steps"), 5);
+  EXPECT_EQ(FindKeyLine(path, "mlp.steps"), 7);
+  EXPECT_EQ(FindKeyLine(path, "mlp.hidden"), 0);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace memprof

@@ -1,0 +1,105 @@
+#include "profiler/lifetime_analysis.h"
+
+#include <gtest/gtest.h>
+
+namespace memprof {
+namespace {
+
+constexpr int kW = static_cast<int>(Category::kWeights);
+constexpr int kA = static_cast<int>(Category::kActivations);
+constexpr int kT = static_cast<int>(Category::kTemporaries);
+
+Lifetime Block(int64_t alloc, int64_t free, int64_t bytes, Category c) {
+  Lifetime life;
+  life.alloc_seq = alloc;
+  life.free_seq = free;
+  life.bytes = bytes;
+  life.category = c;
+  return life;
+}
+
+// A hand-made session: weights at set-up, then two steps.
+//   seq 0      weights 100 (live)
+//   step 1: forward  seq 1 act 50 (freed 4), seq 2 tmp 30 (freed 3)
+//           backward seq 5 tmp 10 (freed 6)
+//   step 2: forward  seq 7 act 60 (freed 9), seq 8 tmp 5 (freed 10)
+Capture TwoSteps() {
+  Capture capture;
+  capture.begin_seq = 0;
+  capture.end_seq = 11;
+  capture.marks = {{0, Phase::kModelInit, 0}, {1, Phase::kForward, 1},
+                   {4, Phase::kBackward, 1}, {7, Phase::kForward, 2},
+                   {9, Phase::kBackward, 2}, {11, Phase::kIdle, 0}};
+  capture.lifetimes = {Block(0, kLive, 100, Category::kWeights),
+                       Block(1, 4, 50, Category::kActivations),
+                       Block(2, 3, 30, Category::kTemporaries),
+                       Block(5, 6, 10, Category::kTemporaries),
+                       Block(7, 9, 60, Category::kActivations),
+                       Block(8, 10, 5, Category::kTemporaries)};
+  return capture;
+}
+
+TEST(Analyze, StepPeaksAndBreakdownsFollowLifetimes) {
+  const Analysis a = Analyze(TwoSteps());
+  ASSERT_EQ(a.steps.size(), 2u);
+  EXPECT_EQ(a.steps[0].peak.total_bytes, 180);  // seq 2: 100 + 50 + 30
+  EXPECT_EQ(a.steps[0].peak.seq, 2);
+  EXPECT_EQ(a.steps[0].peak.phase, Phase::kForward);
+  EXPECT_EQ(a.steps[0].peak.bytes[kA], 50);
+  EXPECT_EQ(a.steps[1].peak.total_bytes, 165);  // seq 8: 100 + 60 + 5
+  EXPECT_EQ(a.run_peak.total_bytes, 180);
+  EXPECT_EQ(a.run_peak.step, 1);
+}
+
+TEST(Analyze, SteadyStateStartsAtStepTwo) {
+  const Analysis a = Analyze(TwoSteps());
+  EXPECT_EQ(a.steady_first_step, 2);
+  EXPECT_EQ(a.steady_peak.total_bytes, 165);
+  EXPECT_EQ(a.steady_peak.step, 2);
+  EXPECT_EQ(Sum(a.steady_peak.bytes), a.steady_peak.total_bytes);
+  // Weights were allocated before the steady state and still count.
+  EXPECT_EQ(a.steady_max[kW], 100);
+  EXPECT_EQ(a.steady_max[kA], 60);
+  EXPECT_EQ(a.steady_max[kT], 5);
+}
+
+TEST(Analyze, StatsUseFinalCategories) {
+  const Analysis a = Analyze(TwoSteps());
+  EXPECT_EQ(a.stats[kW].current, 100);
+  EXPECT_EQ(a.stats[kA].allocated, 110);
+  EXPECT_EQ(a.stats[kA].freed, 110);
+  EXPECT_EQ(a.stats[kA].peak, 60);
+  EXPECT_EQ(a.stats[kT].peak, 30);
+  EXPECT_EQ(a.total.current, 100);
+  EXPECT_EQ(a.total.peak, 180);
+}
+
+TEST(Analyze, SegmentsTileTheSessionAndCarryBoundaryBytes) {
+  const Analysis a = Analyze(TwoSteps());
+  ASSERT_EQ(a.segments.size(), 6u);
+  for (size_t i = 0; i + 1 < a.segments.size(); ++i) {
+    EXPECT_EQ(a.segments[i].end_seq, a.segments[i + 1].begin_seq);
+    EXPECT_EQ(a.segments[i].end_bytes, a.segments[i + 1].begin_bytes);
+  }
+  // Backward of step 1 starts with the activation still live.
+  EXPECT_EQ(a.segments[2].begin_bytes[kA], 50);  // freed by its first event
+  EXPECT_EQ(a.segments[1].peak.total_bytes, 180);
+  EXPECT_EQ(a.segments[2].peak.total_bytes, 110);
+  EXPECT_EQ(a.steps[0].end_bytes[kW], 100);
+  EXPECT_EQ(Sum(a.steps[1].end_bytes), 100);
+}
+
+TEST(Analyze, SingleStepIsItsOwnSteadyState) {
+  Capture capture;
+  capture.begin_seq = 10;
+  capture.end_seq = 12;
+  capture.marks = {{10, Phase::kIdle, 0}, {10, Phase::kForward, 1}};
+  capture.lifetimes = {Block(10, 11, 8, Category::kTemporaries)};
+  const Analysis a = Analyze(capture);
+  EXPECT_EQ(a.steady_first_step, 1);
+  EXPECT_EQ(a.steady_peak.total_bytes, 8);
+  EXPECT_EQ(a.steady_peak.seq, 10);
+}
+
+}  // namespace
+}  // namespace memprof

@@ -1,0 +1,112 @@
+// The tracker on fake block addresses: no allocator, no tensors.
+#include "profiler/memory_tracker.h"
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace memprof {
+namespace {
+
+void NoopDeleter(void*) {}
+
+// Distinct, 64-byte-aligned fake addresses that are never dereferenced.
+void* Fake(uintptr_t i) { return reinterpret_cast<void*>((i + 1) << 6); }
+
+class MemoryTrackerTest : public ::testing::Test {
+ protected:
+  MemoryTracker& tracker = MemoryTracker::Get();
+};
+
+TEST_F(MemoryTrackerTest, FreeReturnsTheBackendHandleAndKeepsTotals) {
+  const Stat before = tracker.Total();
+  int context = 0;
+  tracker.RecordAlloc(Fake(1), 100, BackendHandle{&context, &NoopDeleter});
+  EXPECT_EQ(tracker.Total().current, before.current + 100);
+  EXPECT_GE(tracker.Total().peak, before.current + 100);
+  const BackendHandle handle = tracker.RecordFree(Fake(1));
+  EXPECT_EQ(handle.ctx, &context);
+  EXPECT_EQ(handle.deleter, &NoopDeleter);
+  const Stat after = tracker.Total();
+  EXPECT_EQ(after.current, before.current);
+  EXPECT_EQ(after.allocated, before.allocated + 100);
+  EXPECT_EQ(after.freed, before.freed + 100);
+}
+
+TEST_F(MemoryTrackerTest, OwnershipIsFinalAndBeatsThePhaseRule) {
+  tracker.BeginSession();
+  tracker.SetPhase(Phase::kForward, 1);
+  tracker.RecordAlloc(Fake(10), 8, {});
+  tracker.RecordAlloc(Fake(11), 16, {});
+  EXPECT_EQ(tracker.ResolvePending(Phase::kForward, 1, Category::kActivations),
+            24);
+  EXPECT_EQ(tracker.CategoryOf(Fake(10)), Category::kActivations);
+  // Ownership overrides the rule once, then is final.
+  EXPECT_EQ(tracker.Resolve(Fake(10), Category::kGradients),
+            ResolveResult::kResolved);
+  EXPECT_EQ(tracker.Resolve(Fake(10), Category::kGradients),
+            ResolveResult::kAlready);
+  EXPECT_EQ(tracker.Resolve(Fake(10), Category::kWeights),
+            ResolveResult::kConflict);
+  EXPECT_EQ(tracker.Resolve(Fake(99), Category::kWeights),
+            ResolveResult::kNotFound);
+  EXPECT_EQ(tracker.CategoryOf(Fake(10)), Category::kGradients);
+  tracker.RecordFree(Fake(10));
+  tracker.RecordFree(Fake(11));
+  tracker.EndSession();
+}
+
+TEST_F(MemoryTrackerTest, SessionSettlesPendingBlocksAndSkipsOlderOnes) {
+  tracker.RecordAlloc(Fake(20), 1000, {});  // before the session
+  tracker.BeginSession();
+  tracker.SetPhase(Phase::kBackward, 1);
+  tracker.RecordAlloc(Fake(21), 4, {});  // freed pending: temporaries
+  tracker.RecordAlloc(Fake(22), 6, {});  // live pending: unattributed
+  tracker.RecordFree(Fake(21));
+  tracker.RecordFree(Fake(20));  // older block: not in the session
+  const Capture capture = tracker.EndSession();
+  ASSERT_EQ(capture.lifetimes.size(), 2u);
+  std::vector<Lifetime> lives = capture.lifetimes;
+  std::sort(lives.begin(), lives.end(),
+            [](const Lifetime& a, const Lifetime& b) {
+              return a.alloc_seq < b.alloc_seq;
+            });
+  EXPECT_EQ(lives[0].category, Category::kTemporaries);
+  EXPECT_EQ(lives[0].bytes, 4);
+  EXPECT_LT(lives[0].alloc_seq, lives[0].free_seq);
+  EXPECT_EQ(lives[1].category, Category::kUnattributed);
+  EXPECT_EQ(lives[1].free_seq, kLive);
+  EXPECT_EQ(lives[1].phase, Phase::kBackward);
+  EXPECT_EQ(capture.marks.size(), 2u);
+  tracker.RecordFree(Fake(22));
+}
+
+TEST_F(MemoryTrackerTest, ConcurrentThreadsLoseNoBlock) {
+  constexpr int kThreads = 4;
+  constexpr int kBlocks = 20000;
+  const Stat before = tracker.Total();
+  const int64_t count_before = tracker.allocation_count();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      // Grow the tables well past their first size, then free in reverse.
+      for (int i = 0; i < kBlocks; ++i) {
+        tracker.RecordAlloc(Fake(1000 + t * kBlocks + i), i + 1, {});
+      }
+      for (int i = kBlocks - 1; i >= 0; --i) {
+        tracker.RecordFree(Fake(1000 + t * kBlocks + i));
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  const int64_t per_thread = int64_t{kBlocks} * (kBlocks + 1) / 2;
+  const Stat after = tracker.Total();
+  EXPECT_EQ(after.current, before.current);
+  EXPECT_EQ(after.allocated - before.allocated, kThreads * per_thread);
+  EXPECT_EQ(tracker.allocation_count() - count_before, kThreads * kBlocks);
+}
+
+}  // namespace
+}  // namespace memprof

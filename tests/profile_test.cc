@@ -1,0 +1,115 @@
+// A single-rank training run, measured to the byte.
+#include <gtest/gtest.h>
+
+#include "profiler/config_cli.h"
+#include "profiler/trainer.h"
+
+namespace memprof {
+namespace {
+
+constexpr int kW = static_cast<int>(Category::kWeights);
+constexpr int kG = static_cast<int>(Category::kGradients);
+constexpr int kO = static_cast<int>(Category::kOptimizerState);
+constexpr int kA = static_cast<int>(Category::kActivations);
+constexpr int kB = static_cast<int>(Category::kDdpBuckets);
+constexpr int kU = static_cast<int>(Category::kUnattributed);
+
+RunConfig TinyConfig(std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"--config",
+                                   MEMPROF_SOURCE_DIR "/configs/mlp-tiny.ini"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return ParseProfileArgs(args).config;
+}
+
+const Segment& FirstSegmentOf(const Analysis& a, int32_t step) {
+  for (const Segment& s : a.segments) {
+    if (s.step == step) return s;
+  }
+  throw std::runtime_error("no segment for step " + std::to_string(step));
+}
+
+TEST(Profile, ModelStateIsMeasuredToTheByte) {
+  const RankReport r = RunRank(TinyConfig(), RankContext{});
+  const int64_t p = r.parameters;
+  ASSERT_EQ(p, 11082);  // 32*64+64 + 2*(64*64+64) + 64*10+10
+  const Analysis& a = r.analysis;
+  EXPECT_EQ(a.steady_peak.bytes[kW], 4 * p);
+  EXPECT_EQ(a.steady_peak.bytes[kG], 4 * p);
+  EXPECT_EQ(a.steady_peak.bytes[kO], 8 * p);
+  EXPECT_EQ(a.steady_peak.bytes[kB], 0);
+  EXPECT_EQ(a.steady_peak.bytes[kU], 0);
+  EXPECT_EQ(a.stats[kU].allocated, 0) << "nothing is ever unattributed";
+  EXPECT_EQ(a.steady_max[kW], 4 * p);
+  EXPECT_EQ(a.steady_max[kO], 8 * p);
+  EXPECT_EQ(Sum(a.steady_peak.bytes), a.steady_peak.total_bytes);
+  EXPECT_EQ(r.ownership_not_found, 0);
+  EXPECT_EQ(r.ownership_conflicts, 0);
+}
+
+TEST(Profile, ActivationsAreTheForwardTensorsKeptForBackward) {
+  const RunConfig config = TinyConfig();
+  const RankReport r = RunRank(config, RankContext{});
+  // Each hidden layer keeps at least its [B, hidden] ReLU output.
+  const int64_t floor =
+      config.mlp.depth * config.train.micro_batch * config.mlp.hidden * 4;
+  EXPECT_GE(r.analysis.steady_max[kA], floor);
+  EXPECT_LE(r.analysis.steady_max[kA], floor * 11 / 10 + 1024);
+  EXPECT_GT(r.analysis.steady_peak.bytes[kA], 0);
+}
+
+TEST(Profile, StepOneCreatesGradientsAndOptimizerStateLazily) {
+  const RankReport r = RunRank(TinyConfig(), RankContext{});
+  const int64_t p = r.parameters;
+  const Segment& step1 = FirstSegmentOf(r.analysis, 1);
+  EXPECT_EQ(step1.begin_bytes[kG], 0);
+  EXPECT_EQ(step1.begin_bytes[kO], 0);
+  const Segment& step2 = FirstSegmentOf(r.analysis, 2);
+  EXPECT_EQ(step2.begin_bytes[kG], 4 * p);
+  EXPECT_EQ(step2.begin_bytes[kO], 8 * p);
+  EXPECT_EQ(r.analysis.steady_first_step, 2);
+  ASSERT_EQ(r.step_records.size(), 3u);
+}
+
+TEST(Profile, OptimizerChoiceSetsItsState) {
+  const RankReport sgd = RunRank(TinyConfig({"--train.optimizer", "sgd"}),
+                                 RankContext{});
+  EXPECT_EQ(sgd.analysis.steady_peak.bytes[kO], 0);
+  EXPECT_EQ(sgd.analysis.steady_peak.bytes[kG], 4 * sgd.parameters);
+  const RankReport adamw = RunRank(TinyConfig({"--train.optimizer", "adamw"}),
+                                   RankContext{});
+  EXPECT_EQ(adamw.analysis.steady_peak.bytes[kO], 8 * adamw.parameters);
+}
+
+TEST(Profile, SetToNoneFreesGradientsBetweenSteps) {
+  const RankReport r = RunRank(
+      TinyConfig({"--train.zero_grad_set_to_none", "true"}), RankContext{});
+  EXPECT_EQ(FirstSegmentOf(r.analysis, 2).begin_bytes[kG], 0);
+  EXPECT_EQ(r.analysis.steady_max[kG], 4 * r.parameters);
+  EXPECT_EQ(r.analysis.steady_peak.bytes[kU], 0);
+}
+
+TEST(Profile, ReportJsonHasTheKeysOtherToolsReadAsIntegers) {
+  const RankReport r = RunRank(TinyConfig(), RankContext{});
+  const nlohmann::ordered_json j = ToJson(r);
+  EXPECT_EQ(j["schema"], "memprof.rank/1");
+  EXPECT_EQ(j["context"]["rank"], 0);
+  EXPECT_EQ(j["context"]["world_size"], 1);
+  EXPECT_EQ(j["context"]["device"], "cpu");
+  EXPECT_TRUE(j["parameters"].is_number_integer());
+  int64_t sum = 0;
+  for (Category c : kAllCategories) {
+    const auto& entry = j["categories"][std::string(CategoryName(c))];
+    ASSERT_TRUE(entry["measured_bytes"].is_number_integer()) << CategoryName(c);
+    ASSERT_TRUE(entry["peak_bytes"].is_number_integer()) << CategoryName(c);
+    sum += entry["measured_bytes"].get<int64_t>();
+  }
+  EXPECT_EQ(sum, j["peak"]["total_bytes"].get<int64_t>());
+  EXPECT_TRUE(j["peak"]["phase"].is_string());
+  EXPECT_GE(j["peak"]["step"].get<int>(), 2);
+  ASSERT_EQ(j["steps"].size(), 3u);
+  EXPECT_FALSE(j["steps"][0]["steady_state"].get<bool>());
+  EXPECT_TRUE(j["steps"][1]["steady_state"].get<bool>());
+}
+
+}  // namespace
+}  // namespace memprof
