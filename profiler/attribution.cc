@@ -46,8 +46,7 @@ std::vector<torch::Tensor> OptimizerStateTensors(
                    dynamic_cast<torch::optim::AdamWParamState*>(state)) {
       tensors.insert(tensors.end(), {adamw->exp_avg(), adamw->exp_avg_sq(),
                                      adamw->max_exp_avg_sq()});
-    } else if (auto* sgd =
-                   dynamic_cast<torch::optim::SGDParamState*>(state)) {
+    } else if (auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(state)) {
       tensors.push_back(sgd->momentum_buffer());
     }
   }

@@ -29,8 +29,8 @@ inline constexpr int kNumCategories = 8;  // reported categories
 inline constexpr int kNumCategorySlots = kNumCategories + 1;  // + kPending
 
 inline constexpr std::array<Category, kNumCategories> kAllCategories = {
-    Category::kWeights,     Category::kGradients,  Category::kOptimizerState,
-    Category::kActivations, Category::kDdpBuckets, Category::kInputs,
+    Category::kWeights,     Category::kGradients,   Category::kOptimizerState,
+    Category::kActivations, Category::kDdpBuckets,  Category::kInputs,
     Category::kTemporaries, Category::kUnattributed};
 
 // What the training loop is doing. Global (not per thread): allocations made

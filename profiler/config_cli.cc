@@ -17,32 +17,29 @@ namespace {
 // Every config key, bound to its RunConfig field.
 po::options_description ConfigKeys(RunConfig& c) {
   po::options_description keys("Config keys (in a file, or as --section.key)");
-  keys.add_options()
-      ("model", po::value(&c.model), "model family: mlp")
-      ("mlp.input", po::value(&c.mlp.input), "input features")
-      ("mlp.hidden", po::value(&c.mlp.hidden), "hidden width")
-      ("mlp.depth", po::value(&c.mlp.depth), "number of hidden layers")
-      ("mlp.output", po::value(&c.mlp.output), "output classes")
-      ("train.micro_batch", po::value(&c.train.micro_batch),
-       "samples per rank per step")
-      ("train.global_batch", po::value(&c.train.global_batch),
-       "samples per step over all ranks (0: unset)")
-      ("train.steps", po::value(&c.train.steps), "training steps")
-      ("train.optimizer", po::value(&c.train.optimizer), "adam | adamw | sgd")
-      ("train.lr", po::value(&c.train.lr), "learning rate")
-      ("train.dtype", po::value(&c.train.dtype), "float32")
-      ("train.zero_grad_set_to_none",
-       po::value(&c.train.zero_grad_set_to_none),
-       "free gradients after each step instead of zeroing them")
-      ("train.seed", po::value(&c.train.seed), "random seed")
-      ("ddp.world_size", po::value(&c.ddp.world_size), "number of ranks")
-      ("ddp.bucket_cap_mb", po::value(&c.ddp.bucket_cap_mb),
-       "DDP bucket size in MiB")
-      ("ddp.gradient_as_bucket_view",
-       po::value(&c.ddp.gradient_as_bucket_view),
-       "gradients are views into the DDP buckets")
-      ("ddp.timeout_s", po::value(&c.ddp.timeout_s),
-       "collective timeout in seconds");
+  keys.add_options()("model", po::value(&c.model), "model family: mlp")(
+      "mlp.input", po::value(&c.mlp.input), "input features")(
+      "mlp.hidden", po::value(&c.mlp.hidden), "hidden width")(
+      "mlp.depth", po::value(&c.mlp.depth), "number of hidden layers")(
+      "mlp.output", po::value(&c.mlp.output), "output classes")(
+      "train.micro_batch", po::value(&c.train.micro_batch),
+      "samples per rank per step")(
+      "train.global_batch", po::value(&c.train.global_batch),
+      "samples per step over all ranks (0: unset)")(
+      "train.steps", po::value(&c.train.steps), "training steps")(
+      "train.optimizer", po::value(&c.train.optimizer), "adam | adamw | sgd")(
+      "train.lr", po::value(&c.train.lr), "learning rate")(
+      "train.dtype", po::value(&c.train.dtype), "float32")(
+      "train.zero_grad_set_to_none", po::value(&c.train.zero_grad_set_to_none),
+      "free gradients after each step instead of zeroing them")(
+      "train.seed", po::value(&c.train.seed), "random seed")(
+      "ddp.world_size", po::value(&c.ddp.world_size), "number of ranks")(
+      "ddp.bucket_cap_mb", po::value(&c.ddp.bucket_cap_mb),
+      "DDP bucket size in MiB")("ddp.gradient_as_bucket_view",
+                                po::value(&c.ddp.gradient_as_bucket_view),
+                                "gradients are views into the DDP buckets")(
+      "ddp.timeout_s", po::value(&c.ddp.timeout_s),
+      "collective timeout in seconds");
   return keys;
 }
 
@@ -52,14 +49,13 @@ struct Aliases {
 
 po::options_description CommandLineOnly(ProfileArgs& args, Aliases& a) {
   po::options_description flags("Options");
-  flags.add_options()
-      ("help,h", "print this help")
-      ("config", po::value(&args.config.source), "INI config file")
-      ("out", po::value(&args.out_dir), "output directory (default: out)")
-      ("world-size", po::value(&a.world_size), "= --ddp.world_size")
-      ("micro-batch", po::value(&a.micro_batch), "= --train.micro_batch")
-      ("global-batch", po::value(&a.global_batch), "= --train.global_batch")
-      ("steps", po::value(&a.steps), "= --train.steps");
+  flags.add_options()("help,h", "print this help")(
+      "config", po::value(&args.config.source), "INI config file")(
+      "out", po::value(&args.out_dir), "output directory (default: out)")(
+      "world-size", po::value(&a.world_size), "= --ddp.world_size")(
+      "micro-batch", po::value(&a.micro_batch), "= --train.micro_batch")(
+      "global-batch", po::value(&a.global_batch), "= --train.global_batch")(
+      "steps", po::value(&a.steps), "= --train.steps");
   return flags;
 }
 
@@ -71,7 +67,8 @@ std::string At(const std::string& path, int line) {
 std::string SourceOf(const std::string& key, const po::variables_map& cli,
                      const std::string& path) {
   if (cli.count(key)) return "--" + key;
-  if (!path.empty()) return At(path, FindKeyLine(path, key)) + ": key '" + key + "'";
+  if (!path.empty())
+    return At(path, FindKeyLine(path, key)) + ": key '" + key + "'";
   return "default of '" + key + "'";
 }
 
@@ -161,10 +158,9 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
       {"micro-batch", "train.micro_batch"},
       {"global-batch", "train.global_batch"},
       {"steps", "train.steps"}};
-  int64_t* fields[] = {&args.config.ddp.world_size,
-                       &args.config.train.micro_batch,
-                       &args.config.train.global_batch,
-                       &args.config.train.steps};
+  int64_t* fields[] = {
+      &args.config.ddp.world_size, &args.config.train.micro_batch,
+      &args.config.train.global_batch, &args.config.train.steps};
   const int64_t values[] = {aliases.world_size, aliases.micro_batch,
                             aliases.global_batch, aliases.steps};
   for (int i = 0; i < 4; ++i) {

@@ -9,30 +9,56 @@
 namespace memprof {
 namespace {
 
-// Our DataPtr's context is the data pointer itself (the tracker's key); the
-// base allocator's own context and deleter are kept in the tracker's slot,
-// so a block costs no heap allocation of its own (Note [Hook cost]).
-void HookDelete(void* ptr) {
-  const BackendHandle base = MemoryTracker::Get().RecordFree(ptr);
-  if (base.deleter != nullptr) base.deleter(base.ctx);
+// Note [CPU hook deleters]
+// c10's default CPU allocator returns DataPtr{data, ctx = data, deleter D}
+// with the same D for every block. The hook's DataPtr keeps ctx = data (the
+// tracker's key) and its own deleter, and frees through D afterwards: no
+// per-block memory at all. A block whose context or deleter differs (another
+// base allocator) keeps both in a small heap record instead.
+c10::DeleterFnPtr g_base_deleter = nullptr;  // D, set once by the hook
+
+void HookDelete(void* data) {
+  MemoryTracker::Get().RecordFree(data);
+  g_base_deleter(data);
+}
+
+struct ForeignBlock {
+  void* data;
+  void* ctx;
+  c10::DeleterFnPtr deleter;
+};
+
+void HookDeleteForeign(void* record) {
+  const ForeignBlock* block = static_cast<ForeignBlock*>(record);
+  MemoryTracker::Get().RecordFree(block->data);
+  block->deleter(block->ctx);
+  delete block;
 }
 
 class CpuHook final : public c10::Allocator {
  public:
-  explicit CpuHook(c10::Allocator* base) : base_(base) {}
+  explicit CpuHook(c10::Allocator* base) : base_(base) {
+    c10::DataPtr probe = base_->allocate(1);
+    g_base_deleter = probe.get_deleter();
+  }
 
   c10::DataPtr allocate(size_t bytes) const override {
     c10::DataPtr block = base_->allocate(bytes);
     void* data = block.get();
     if (data == nullptr) return block;  // zero-byte storages: nothing to see
     const c10::Device device = block.device();
-    const BackendHandle base{block.get_context(), block.get_deleter()};
+    void* ctx = block.get_context();
+    const c10::DeleterFnPtr deleter = block.get_deleter();
     block.release_context();
-    MemoryTracker::Get().RecordAlloc(data, static_cast<int64_t>(bytes), base);
-    return c10::DataPtr(data, data, &HookDelete, device);
+    MemoryTracker::Get().RecordAlloc(data, static_cast<int64_t>(bytes));
+    if (ctx == data && deleter == g_base_deleter) {
+      return c10::DataPtr(data, data, &HookDelete, device);
+    }
+    return c10::DataPtr(data, new ForeignBlock{data, ctx, deleter},
+                        &HookDeleteForeign, device);
   }
 
-  // Context == data, so raw_allocate/raw_deallocate work through us.
+  // Context == data for our blocks, so raw_allocate/raw_deallocate work.
   c10::DeleterFnPtr raw_deleter() const override { return &HookDelete; }
 
  private:

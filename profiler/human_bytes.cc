@@ -22,7 +22,7 @@ std::string HumanBytes(int64_t bytes) {
     value /= 1024;
     ++unit;
   }
-  const char* format = value >= 100 ? "%s%.0f %s"
+  const char* format = value >= 100  ? "%s%.0f %s"
                        : value >= 10 ? "%s%.1f %s"
                                      : "%s%.2f %s";
   std::snprintf(text, sizeof text, format, negative ? "-" : "", value,

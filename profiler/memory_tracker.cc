@@ -1,23 +1,94 @@
 #include "profiler/memory_tracker.h"
 
 #include <immintrin.h>
+#include <sys/mman.h>
 
+#include <algorithm>
 #include <mutex>
+#include <new>
+#include <thread>
 
 #include <c10/util/Exception.h>
 
 namespace memprof {
 namespace {
 
-constexpr size_t kInitialSlots = 256;
+constexpr size_t kInitialSlots = 1 << 12;
+constexpr uint64_t kBytesMask = (uint64_t{1} << 48) - 1;
 // Internal flag: the category came from ownership (Resolve), not a rule.
 constexpr uint8_t kFlagOwned = 0x80;
 
+uint64_t Tag(int64_t bytes, Category category, uint8_t flags) {
+  return static_cast<uint64_t>(bytes) |
+         (static_cast<uint64_t>(category) << 48) |
+         (static_cast<uint64_t>(flags) << 56);
+}
+int64_t BytesOf(uint64_t tagged) {
+  return static_cast<int64_t>(tagged & kBytesMask);
+}
+Category CategoryOfTag(uint64_t tagged) {
+  return static_cast<Category>((tagged >> 48) & 0xff);
+}
+uint8_t FlagsOf(uint64_t tagged) { return static_cast<uint8_t>(tagged >> 56); }
+
+// Fibonacci hashing of the block address (blocks are 16-byte aligned).
+size_t Home(const void* ptr, size_t mask) {
+  return static_cast<size_t>((reinterpret_cast<uintptr_t>(ptr) >> 4) *
+                                 0x9E3779B97F4A7C15ull >>
+                             32) &
+         mask;
+}
+
+Lifetime ToLifetime(int64_t alloc_seq, int64_t free_seq, uint64_t tagged) {
+  Lifetime life;
+  life.alloc_seq = alloc_seq;
+  life.free_seq = free_seq;
+  life.bytes = BytesOf(tagged);
+  life.category = CategoryOfTag(tagged);
+  life.flags = static_cast<uint8_t>(FlagsOf(tagged) & ~kFlagOwned);
+  return life;
+}
+
 }  // namespace
 
-void MemoryTracker::SpinLock::lock() {
-  while (locked_.exchange(true, std::memory_order_acquire)) {
-    while (locked_.load(std::memory_order_relaxed)) _mm_pause();
+void MemoryTracker::SpinLock::LockContended() {
+  for (int spins = 0; locked_.exchange(true, std::memory_order_acquire);) {
+    while (locked_.load(std::memory_order_relaxed)) {
+      if (++spins < 64) {
+        _mm_pause();
+      } else {
+        std::this_thread::yield();  // the holder may have been preempted
+      }
+    }
+  }
+}
+
+void MemoryTracker::Log::NextChunk() {
+  current_ = started_ ? current_ + 1 : 0;
+  started_ = true;
+  used_ = 0;
+  if (current_ < chunks_.size()) return;
+  void* chunk =
+      ::mmap(nullptr, kChunkEntries * sizeof(LogEntry), PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (chunk == MAP_FAILED) throw std::bad_alloc();
+  chunks_.push_back(static_cast<LogEntry*>(chunk));
+}
+
+void MemoryTracker::Log::Clear() {
+  current_ = 0;
+  used_ = kChunkEntries;
+  started_ = false;
+}
+
+void MemoryTracker::Log::AppendTo(std::vector<Lifetime>& out) const {
+  if (!started_) return;
+  for (size_t c = 0; c <= current_; ++c) {
+    const size_t n = c < current_ ? kChunkEntries : used_;
+    for (size_t i = 0; i < n; ++i) {
+      const LogEntry& e = chunks_[c][i];
+      out.push_back(ToLifetime(e.alloc_seq, e.free_seq, e.tagged));
+    }
   }
 }
 
@@ -26,238 +97,182 @@ MemoryTracker& MemoryTracker::Get() {
   return *tracker;
 }
 
-MemoryTracker::MemoryTracker() {
-  for (Shard& shard : shards_) shard.slots.resize(kInitialSlots);
-}
+MemoryTracker::MemoryTracker() : slots_(kInitialSlots) {}
 
-uint64_t MemoryTracker::Hash(const void* ptr) {
-  // Fibonacci hashing; blocks are at least 16-byte aligned.
-  return (reinterpret_cast<uintptr_t>(ptr) >> 4) * 0x9E3779B97F4A7C15ull;
-}
-
-size_t MemoryTracker::Shard::Find(const void* ptr) const {
-  const size_t mask = slots.size() - 1;
-  // Slot index from the hash bits below the shard bits.
-  size_t i = static_cast<size_t>(Hash(ptr) << kShardBits >> 32) & mask;
-  while (slots[i].ptr != nullptr) {
-    if (slots[i].ptr == ptr) return i;
-    i = (i + 1) & mask;
+size_t MemoryTracker::Find(const void* ptr) const {
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = Home(ptr, mask); slots_[i].ptr != nullptr;
+       i = (i + 1) & mask) {
+    if (slots_[i].ptr == ptr) return i;
   }
-  return slots.size();
+  return slots_.size();
 }
 
-void MemoryTracker::Shard::Insert(const Slot& slot) {
-  if (2 * (used + 1) > slots.size()) Grow();
-  const size_t mask = slots.size() - 1;
-  size_t i = static_cast<size_t>(Hash(slot.ptr) << kShardBits >> 32) & mask;
-  while (slots[i].ptr != nullptr) {
-    TORCH_INTERNAL_ASSERT(slots[i].ptr != slot.ptr, "block recorded twice");
-    i = (i + 1) & mask;
+void MemoryTracker::Insert(const Slot& slot) {
+  if (2 * (used_ + 1) > slots_.size()) Grow();
+  const size_t mask = slots_.size() - 1;
+  size_t i = Home(slot.ptr, mask);
+  for (; slots_[i].ptr != nullptr; i = (i + 1) & mask) {
+    TORCH_INTERNAL_ASSERT(slots_[i].ptr != slot.ptr, "block recorded twice");
   }
-  slots[i] = slot;
-  ++used;
+  slots_[i] = slot;
+  ++used_;
 }
 
 // Backward-shift deletion keeps probe chains intact without tombstones.
-void MemoryTracker::Shard::EraseAt(size_t index) {
-  const size_t mask = slots.size() - 1;
+void MemoryTracker::EraseAt(size_t index) {
+  const size_t mask = slots_.size() - 1;
   size_t hole = index;
-  size_t i = (index + 1) & mask;
-  while (slots[i].ptr != nullptr) {
-    size_t home =
-        static_cast<size_t>(Hash(slots[i].ptr) << kShardBits >> 32) & mask;
-    // Move slot i into the hole when its home is not in (hole, i].
-    if (((i - home) & mask) >= ((i - hole) & mask)) {
-      slots[hole] = slots[i];
+  for (size_t i = (index + 1) & mask; slots_[i].ptr != nullptr;
+       i = (i + 1) & mask) {
+    // Slot i may fill the hole unless its home lies in (hole, i].
+    if (((i - Home(slots_[i].ptr, mask)) & mask) >= ((i - hole) & mask)) {
+      slots_[hole] = slots_[i];
       hole = i;
     }
-    i = (i + 1) & mask;
   }
-  slots[hole] = Slot{};
-  --used;
+  slots_[hole].ptr = nullptr;
+  --used_;
 }
 
-void MemoryTracker::Shard::Grow() {
-  std::vector<Slot> old(slots.size() * 2);
-  old.swap(slots);
-  used = 0;
+void MemoryTracker::Grow() {
+  std::vector<Slot> old(slots_.size() * 2);
+  old.swap(slots_);
+  used_ = 0;
   for (const Slot& slot : old) {
     if (slot.ptr != nullptr) Insert(slot);
   }
 }
 
-void MemoryTracker::Shard::Move(Slot& slot, Category to) {
-  allocated[Index(slot.category)] -= slot.bytes;
-  allocated[Index(to)] += slot.bytes;
-  slot.category = to;
+void MemoryTracker::Retag(Slot& slot, Category to, uint8_t add_flags) {
+  slot.tagged = Tag(BytesOf(slot.tagged), to,
+                    static_cast<uint8_t>(FlagsOf(slot.tagged) | add_flags));
 }
 
-void MemoryTracker::RecordAlloc(void* ptr, int64_t bytes,
-                                BackendHandle handle) {
-  Slot slot;
-  slot.ptr = ptr;
-  slot.bytes = bytes;
-  slot.seq = seq_.fetch_add(1, std::memory_order_relaxed);
-  slot.step = step_.load(std::memory_order_relaxed);
-  slot.phase = phase_.load(std::memory_order_relaxed);
-  slot.handle = handle;
-  Shard& shard = ShardFor(ptr);
-  shard.lock.lock();
-  shard.Insert(slot);
-  ++shard.count;
-  shard.allocated[Index(Category::kPending)] += bytes;
-  shard.lock.unlock();
-  const int64_t now =
-      total_current_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  int64_t peak = total_peak_.load(std::memory_order_relaxed);
-  while (now > peak && !total_peak_.compare_exchange_weak(
-                           peak, now, std::memory_order_relaxed)) {
-  }
+void MemoryTracker::RecordAlloc(void* ptr, int64_t bytes) {
+  std::lock_guard<SpinLock> guard(lock_);
+  Insert(Slot{ptr, seq_++, Tag(bytes, Category::kPending, 0)});
+  ++count_;
+  total_current_ += bytes;
+  total_peak_ = std::max(total_peak_, total_current_);
 }
 
-BackendHandle MemoryTracker::RecordFree(void* ptr) {
-  const int64_t seq = seq_.fetch_add(1, std::memory_order_relaxed);
-  Shard& shard = ShardFor(ptr);
-  shard.lock.lock();
-  const size_t index = shard.Find(ptr);
-  TORCH_INTERNAL_ASSERT(index < shard.slots.size(), "free of unknown block");
-  Slot& slot = shard.slots[index];
-  if (slot.category == Category::kPending) {
-    shard.Move(slot, Category::kTemporaries);
+void MemoryTracker::RecordFree(void* ptr) {
+  std::lock_guard<SpinLock> guard(lock_);
+  const int64_t seq = seq_++;
+  const size_t index = Find(ptr);
+  TORCH_INTERNAL_ASSERT(index < slots_.size(), "free of an unknown block");
+  Slot& slot = slots_[index];
+  if (CategoryOfTag(slot.tagged) == Category::kPending) {
+    Retag(slot, Category::kTemporaries);  // freed unresolved: a temporary
   }
-  shard.freed[Index(slot.category)] += slot.bytes;
-  if (logging_.load(std::memory_order_relaxed) &&
-      slot.seq >= begin_seq_.load(std::memory_order_relaxed)) {
-    shard.log.push_back(Lifetime{slot.seq, seq, slot.bytes, slot.step,
-                                 slot.phase, slot.category,
-                                 static_cast<uint8_t>(slot.flags & ~kFlagOwned)});
+  const int64_t bytes = BytesOf(slot.tagged);
+  freed_[Index(CategoryOfTag(slot.tagged))] += bytes;
+  total_current_ -= bytes;
+  if (logging_ && slot.seq >= begin_seq_) {
+    log_.Append(LogEntry{slot.seq, seq, slot.tagged});
   }
-  const int64_t bytes = slot.bytes;
-  const BackendHandle handle = slot.handle;
-  shard.EraseAt(index);
-  shard.lock.unlock();
-  total_current_.fetch_sub(bytes, std::memory_order_relaxed);
-  return handle;
+  EraseAt(index);
 }
 
 void MemoryTracker::BeginSession() {
-  for (Shard& shard : shards_) {
-    shard.lock.lock();
-    shard.log.clear();
-    shard.lock.unlock();
-  }
-  const int64_t begin = seq_.load();
-  begin_seq_.store(begin);
+  std::lock_guard<SpinLock> guard(lock_);
+  log_.Clear();
+  begin_seq_ = seq_;
+  logging_ = true;
   marks_.clear();
-  marks_.push_back(PhaseMark{begin, Phase::kIdle, 0});
-  phase_.store(Phase::kIdle);
-  step_.store(0);
-  logging_.store(true);
+  marks_.push_back(PhaseMark{seq_, Phase::kIdle, 0});
 }
 
-void MemoryTracker::SetPhase(Phase phase, int32_t step) {
-  step_.store(step, std::memory_order_relaxed);
-  phase_.store(phase, std::memory_order_relaxed);
-  marks_.push_back(PhaseMark{seq_.load(), phase, step});
+int64_t MemoryTracker::SetPhase(Phase phase, int32_t step) {
+  std::lock_guard<SpinLock> guard(lock_);
+  marks_.push_back(PhaseMark{seq_, phase, step});
+  return seq_;
 }
 
 ResolveResult MemoryTracker::Resolve(const void* ptr, Category category,
                                      uint8_t flags) {
-  Shard& shard = ShardFor(ptr);
-  std::lock_guard<SpinLock> guard(shard.lock);
-  const size_t index = shard.Find(ptr);
-  if (index == shard.slots.size()) return ResolveResult::kNotFound;
-  Slot& slot = shard.slots[index];
-  if (slot.flags & kFlagOwned) {
-    return slot.category == category ? ResolveResult::kAlready
-                                     : ResolveResult::kConflict;
+  std::lock_guard<SpinLock> guard(lock_);
+  const size_t index = Find(ptr);
+  if (index == slots_.size()) return ResolveResult::kNotFound;
+  Slot& slot = slots_[index];
+  if (FlagsOf(slot.tagged) & kFlagOwned) {
+    return CategoryOfTag(slot.tagged) == category ? ResolveResult::kAlready
+                                                  : ResolveResult::kConflict;
   }
-  shard.Move(slot, category);
-  slot.flags |= kFlagOwned | flags;
+  Retag(slot, category, static_cast<uint8_t>(kFlagOwned | flags));
   return ResolveResult::kResolved;
 }
 
-int64_t MemoryTracker::ResolvePending(Phase phase, int32_t step,
-                                      Category category) {
-  const int64_t begin = begin_seq_.load();
+int64_t MemoryTracker::ResolvePendingSince(int64_t seq, Category category) {
+  std::lock_guard<SpinLock> guard(lock_);
+  const int64_t from = std::max(seq, begin_seq_);
   int64_t bytes = 0;
-  for (Shard& shard : shards_) {
-    std::lock_guard<SpinLock> guard(shard.lock);
-    for (Slot& slot : shard.slots) {
-      if (slot.ptr != nullptr && slot.category == Category::kPending &&
-          slot.seq >= begin && slot.phase == phase && slot.step == step) {
-        shard.Move(slot, category);
-        bytes += slot.bytes;
-      }
+  for (Slot& slot : slots_) {
+    if (slot.ptr != nullptr && slot.seq >= from &&
+        CategoryOfTag(slot.tagged) == Category::kPending) {
+      Retag(slot, category);
+      bytes += BytesOf(slot.tagged);
     }
   }
   return bytes;
 }
 
 Category MemoryTracker::CategoryOf(const void* ptr) const {
-  const Shard& shard = ShardFor(ptr);
-  std::lock_guard<SpinLock> guard(shard.lock);
-  const size_t index = shard.Find(ptr);
-  return index == shard.slots.size() ? Category::kUnattributed
-                                     : shard.slots[index].category;
+  std::lock_guard<SpinLock> guard(lock_);
+  const size_t index = Find(ptr);
+  return index == slots_.size() ? Category::kUnattributed
+                                : CategoryOfTag(slots_[index].tagged);
 }
 
 Capture MemoryTracker::EndSession() {
+  std::lock_guard<SpinLock> guard(lock_);
   Capture capture;
-  capture.begin_seq = begin_seq_.load();
-  logging_.store(false);
-  for (Shard& shard : shards_) {
-    std::lock_guard<SpinLock> guard(shard.lock);
-    capture.lifetimes.insert(capture.lifetimes.end(), shard.log.begin(),
-                             shard.log.end());
-    shard.log.clear();
-    for (Slot& slot : shard.slots) {
-      if (slot.ptr == nullptr || slot.seq < capture.begin_seq) continue;
-      if (slot.category == Category::kPending) {
-        shard.Move(slot, Category::kUnattributed);
-      }
-      capture.lifetimes.push_back(
-          Lifetime{slot.seq, kLive, slot.bytes, slot.step, slot.phase,
-                   slot.category, static_cast<uint8_t>(slot.flags & ~kFlagOwned)});
+  capture.begin_seq = begin_seq_;
+  capture.end_seq = seq_;
+  logging_ = false;
+  log_.AppendTo(capture.lifetimes);
+  log_.Clear();
+  for (Slot& slot : slots_) {
+    if (slot.ptr == nullptr || slot.seq < begin_seq_) continue;
+    if (CategoryOfTag(slot.tagged) == Category::kPending) {
+      Retag(slot, Category::kUnattributed);
     }
+    capture.lifetimes.push_back(ToLifetime(slot.seq, kLive, slot.tagged));
   }
-  capture.end_seq = seq_.load();
-  capture.marks = std::move(marks_);
+  capture.marks.swap(marks_);
   marks_.clear();
   return capture;
 }
 
 std::array<Stat, kNumCategorySlots> MemoryTracker::CategoryCounters() const {
+  std::lock_guard<SpinLock> guard(lock_);
   std::array<Stat, kNumCategorySlots> stats{};
-  for (const Shard& shard : shards_) {
-    std::lock_guard<SpinLock> guard(shard.lock);
-    for (int c = 0; c < kNumCategorySlots; ++c) {
-      stats[c].allocated += shard.allocated[c];
-      stats[c].freed += shard.freed[c];
+  for (const Slot& slot : slots_) {
+    if (slot.ptr != nullptr) {
+      stats[Index(CategoryOfTag(slot.tagged))].current += BytesOf(slot.tagged);
     }
   }
-  for (Stat& stat : stats) stat.current = stat.allocated - stat.freed;
+  for (int c = 0; c < kNumCategorySlots; ++c) {
+    stats[c].freed = freed_[c];
+    stats[c].allocated = stats[c].current + freed_[c];
+  }
   return stats;
 }
 
 Stat MemoryTracker::Total() const {
+  std::lock_guard<SpinLock> guard(lock_);
   Stat total;
-  for (const Stat& stat : CategoryCounters()) {
-    total.allocated += stat.allocated;
-    total.freed += stat.freed;
-  }
-  total.current = total_current_.load();
-  total.peak = total_peak_.load();
+  for (int64_t bytes : freed_) total.freed += bytes;
+  total.current = total_current_;
+  total.allocated = total.current + total.freed;
+  total.peak = total_peak_;
   return total;
 }
 
 int64_t MemoryTracker::allocation_count() const {
-  int64_t count = 0;
-  for (const Shard& shard : shards_) {
-    std::lock_guard<SpinLock> guard(shard.lock);
-    count += shard.count;
-  }
-  return count;
+  std::lock_guard<SpinLock> guard(lock_);
+  return count_;
 }
 
 }  // namespace memprof

@@ -1,32 +1,39 @@
 // MemoryTracker: the backend-independent bookkeeping behind every figure.
 //
 // Note [Block lifetimes]
-// Every allocation a backend reports becomes a Block {bytes, seq, step, phase,
+// Every allocation a backend reports becomes a block {bytes, seq,
 // category}. `seq` is one global counter ticked by every alloc and every
-// free, so the events of all threads are totally ordered. A block starts as
-// kPending and gets its category later: by ownership (Resolve: parameter,
-// .grad, optimizer-state, bucket and batch storages), by the phase rule
-// (ResolvePending: forward allocations still live when backward starts are
-// activations), at its free (still pending: temporaries) or at the end of
-// the session (still pending: unattributed). Ownership beats phase: Resolve
-// may overwrite a phase-rule category, never another owner's. When a block
-// is freed its Lifetime {alloc_seq, free_seq, bytes, final category} goes
-// to a log; the timeline, the peaks and the breakdowns are computed from
-// those lifetimes afterwards (lifetime_analysis.h), so a late resolution
-// never corrupts a figure computed earlier.
+// free, so the events of all threads are totally ordered; the phase and
+// step of a block are those of the PhaseMark in force at its seq. A block
+// starts as kPending and gets its category later: by ownership (Resolve:
+// parameter, .grad, optimizer-state, bucket and batch storages), by the
+// phase rule (ResolvePendingSince: forward allocations still live when
+// backward starts are activations), at its free (still pending:
+// temporaries) or at the end of the session (still pending: unattributed).
+// Ownership beats phase: Resolve may overwrite a phase-rule category, never
+// another owner's. When a block is freed its Lifetime {alloc_seq, free_seq,
+// bytes, final category} goes to the session log; the timeline, the peaks
+// and the breakdowns are computed from those lifetimes afterwards
+// (lifetime_analysis.h), so a late resolution never corrupts a figure.
 //
 // Note [Hook cost]
-// The hot path is RecordAlloc/RecordFree: one atomic tick of `seq`, one
-// shard spinlock (64 shards chosen by pointer hash), an open-addressing
-// insert/erase in the shard's flat table, plain per-shard counters, and one
-// atomic add on the total. The backend's free handle lives in the table
-// slot, so no block costs a heap allocation of its own. Tables and logs grow
-// with operator new (malloc), never through a hooked allocator.
+// RecordAlloc/RecordFree are the hot path: one spinlock (an atomic exchange
+// to take it, a plain store to release it), an insert or erase in a flat
+// open-addressing table of 24-byte slots, plain counters, and at a free one
+// 24-byte append to a log made of fixed chunks mapped straight from the OS
+// (so the log neither copies on growth nor disturbs the malloc heap the
+// profiled program allocates from). `seq`, the Stats and the log are plain
+// fields under the lock: a pair costs two atomic operations in all, where a
+// sharded table would need an atomic `seq` and total on top. The hot fields
+// share two cache lines; per-category peaks are not kept live (they depend
+// on final categories and come from the lifetimes). Phase and step
+// are not stored per block (they follow from seq and the marks), nor is a
+// backend handle (the CPU hook keeps its deleter outside the table).
+// Measured by bench/hook_alloc_bench; figures in the README.
 //
-// Locking: each Shard's fields are guarded by its own `lock`; nothing holds
-// two shard locks at once. `phase_`, `step_`, `seq_`, `total_*` are atomics.
-// BeginSession/SetPhase/EndSession are called by the one thread that drives
-// the training loop.
+// Locking: `lock_` guards every field declared after it. `marks_` belongs
+// to the thread that drives the training loop (BeginSession, SetPhase,
+// EndSession); Capture is built under the lock.
 #pragma once
 
 #include <array>
@@ -54,8 +61,6 @@ struct Lifetime {
   int64_t alloc_seq = 0;
   int64_t free_seq = kLive;
   int64_t bytes = 0;
-  int32_t step = 0;
-  Phase phase = Phase::kIdle;  // phase at allocation
   Category category = Category::kUnattributed;  // final
   uint8_t flags = 0;                            // kFlagBuffer...
 };
@@ -65,12 +70,6 @@ struct PhaseMark {
   int64_t seq = 0;
   Phase phase = Phase::kIdle;
   int32_t step = 0;
-};
-
-// What a backend needs to free a block once the tracker has forgotten it.
-struct BackendHandle {
-  void* ctx = nullptr;
-  void (*deleter)(void*) = nullptr;
 };
 
 // Everything a session recorded; input of Analyze().
@@ -85,30 +84,25 @@ enum class ResolveResult { kResolved, kAlready, kNotFound, kConflict };
 
 class MemoryTracker {
  public:
-  static constexpr int kShardBits = 6;
-  static constexpr int kNumShards = 1 << kShardBits;
-
   // The process-wide tracker. Never destroyed: blocks may be freed during
   // static destruction.
   static MemoryTracker& Get();
 
-  // Hot path, any thread. `ptr` must not be null.
-  void RecordAlloc(void* ptr, int64_t bytes, BackendHandle handle);
-  // Returns the handle given at RecordAlloc. `ptr` must be live.
-  BackendHandle RecordFree(void* ptr);
+  // Hot path, any thread. `ptr` is not null; 0 < bytes < 2^48.
+  void RecordAlloc(void* ptr, int64_t bytes);
+  void RecordFree(void* ptr);  // `ptr` must be live
 
   // Starts recording lifetimes; blocks allocated before are left out of the
   // session's figures. Discards what an earlier session left.
   void BeginSession();
-  void SetPhase(Phase phase, int32_t step);
-  Phase phase() const { return phase_.load(std::memory_order_relaxed); }
-  int32_t step() const { return step_.load(std::memory_order_relaxed); }
+  // Returns the seq at which the phase begins.
+  int64_t SetPhase(Phase phase, int32_t step);
 
   // Ownership of the live block starting at `ptr` (a storage's data).
   ResolveResult Resolve(const void* ptr, Category category, uint8_t flags = 0);
-  // Phase rule: every live pending block of this session allocated in
-  // `phase` of `step` becomes `category`. Returns the bytes resolved.
-  int64_t ResolvePending(Phase phase, int32_t step, Category category);
+  // Phase rule: every live pending block allocated at or after `seq` (and
+  // in this session) becomes `category`. Returns the bytes resolved.
+  int64_t ResolvePendingSince(int64_t seq, Category category);
   // Category of the live block at `ptr`; kUnattributed when not recorded.
   Category CategoryOf(const void* ptr) const;
 
@@ -116,66 +110,81 @@ class MemoryTracker {
   // session's lifetimes (live blocks with free_seq = kLive) and marks.
   Capture EndSession();
 
-  // Live counters by the category each block has now (pending included).
-  // `peak` is kept for the total only: a category's peak depends on final
-  // categories and is computed from lifetimes (Analyze).
+  // Live counters by the category each block has now (pending included):
+  // current and allocated from the live table, freed by final category.
+  // The hot path keeps no per-category peak (Note [Hook cost]); peaks by
+  // final category come from Analyze(), which reports use.
   std::array<Stat, kNumCategorySlots> CategoryCounters() const;
-  Stat Total() const;
+  Stat Total() const;  // with the live peak of all categories together
   int64_t allocation_count() const;
 
  private:
+  // bytes (low 48 bits) | category << 48 | flags << 56.
+  using Tagged = uint64_t;
   struct Slot {
     void* ptr = nullptr;  // nullptr: empty
-    int64_t bytes = 0;
     int64_t seq = 0;
-    int32_t step = 0;
-    Phase phase = Phase::kIdle;
-    Category category = Category::kPending;
-    uint8_t flags = 0;
-    BackendHandle handle;
+    Tagged tagged = 0;
+  };
+  struct LogEntry {
+    int64_t alloc_seq;
+    int64_t free_seq;
+    Tagged tagged;
+  };
+  // Append-only chunks of LogEntry, mapped from the OS, reused by sessions.
+  class Log {
+   public:
+    void Append(const LogEntry& entry) {
+      if (used_ == kChunkEntries) NextChunk();
+      chunks_[current_][used_++] = entry;
+    }
+    void Clear();
+    void AppendTo(std::vector<Lifetime>& out) const;
+
+   private:
+    static constexpr size_t kChunkEntries = size_t{1} << 16;
+    void NextChunk();
+    std::vector<LogEntry*> chunks_;
+    size_t current_ = 0;
+    size_t used_ = kChunkEntries;  // full: the first Append maps a chunk
+    bool started_ = false;
   };
 
   class SpinLock {
    public:
-    void lock();
+    void lock() {
+      if (!locked_.exchange(true, std::memory_order_acquire)) return;
+      LockContended();
+    }
     void unlock() { locked_.store(false, std::memory_order_release); }
 
    private:
+    void LockContended();
     std::atomic<bool> locked_{false};
   };
 
-  struct alignas(64) Shard {
-    mutable SpinLock lock;
-    std::vector<Slot> slots;  // power-of-two size, linear probing
-    size_t used = 0;
-    int64_t count = 0;  // allocations recorded
-    std::array<int64_t, kNumCategorySlots> allocated{};
-    std::array<int64_t, kNumCategorySlots> freed{};
-    std::vector<Lifetime> log;  // freed blocks of the session
-
-    size_t Find(const void* ptr) const;  // slots.size() when absent
-    void Insert(const Slot& slot);
-    void EraseAt(size_t index);
-    void Grow();
-    void Move(Slot& slot, Category to);  // moves counters, sets category
-  };
-
   MemoryTracker();
-  static uint64_t Hash(const void* ptr);
-  Shard& ShardFor(const void* ptr) { return shards_[Hash(ptr) >> (64 - kShardBits)]; }
-  const Shard& ShardFor(const void* ptr) const {
-    return shards_[Hash(ptr) >> (64 - kShardBits)];
-  }
+  size_t Find(const void* ptr) const;  // slots_.size() when absent
+  void Insert(const Slot& slot);
+  void EraseAt(size_t index);
+  void Grow();
+  static void Retag(Slot& slot, Category to, uint8_t add_flags = 0);
 
-  std::atomic<int64_t> seq_{0};
-  std::atomic<Phase> phase_{Phase::kIdle};
-  std::atomic<int32_t> step_{0};
-  std::atomic<bool> logging_{false};
-  std::atomic<int64_t> begin_seq_{0};
-  std::atomic<int64_t> total_current_{0};
-  std::atomic<int64_t> total_peak_{0};
   std::vector<PhaseMark> marks_;  // loop thread only
-  std::array<Shard, kNumShards> shards_;
+
+  // The fields the hot path touches share two cache lines.
+  alignas(64) mutable SpinLock lock_;
+  bool logging_ = false;
+  int64_t seq_ = 0;
+  int64_t begin_seq_ = 0;
+  int64_t count_ = 0;  // allocations recorded
+  int64_t total_current_ = 0;
+  int64_t total_peak_ = 0;
+  // Bytes freed by final category; a live block's category is in its slot.
+  std::array<int64_t, kNumCategorySlots> freed_{};
+  std::vector<Slot> slots_;  // power-of-two size, linear probing
+  size_t used_ = 0;
+  Log log_;  // freed blocks of the session
 };
 
 }  // namespace memprof

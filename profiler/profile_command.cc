@@ -32,8 +32,8 @@ int RunProfileCommand(const ProfileArgs& args) {
   PrepareOutDir(args.out_dir);
   const RankReport report = RunRank(args.config, RankContext{});
   const std::string path =
-      (fs::path(args.out_dir) / ("rank-" + std::to_string(report.context.rank) +
-                                 ".json"))
+      (fs::path(args.out_dir) /
+       ("rank-" + std::to_string(report.context.rank) + ".json"))
           .string();
   try {
     WriteFileAtomically(path, ToJson(report).dump(2) + "\n");

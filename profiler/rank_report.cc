@@ -148,9 +148,9 @@ std::string FormatTable(const RankReport& r) {
                 HumanBytes(a.steady_peak.total_bytes).c_str(), "",
                 first ? HumanBytes(first->peak.total_bytes).c_str() : "-");
   out << line << "\n";
-  out << "steady-state peak: " << HumanBytes(a.steady_peak.total_bytes)
-      << " (" << a.steady_peak.total_bytes << " B) in step "
-      << a.steady_peak.step << ", " << PhaseName(a.steady_peak.phase) << "\n";
+  out << "steady-state peak: " << HumanBytes(a.steady_peak.total_bytes) << " ("
+      << a.steady_peak.total_bytes << " B) in step " << a.steady_peak.step
+      << ", " << PhaseName(a.steady_peak.phase) << "\n";
   if (first != nullptr && a.steady_first_step > 1) {
     out << "step 1 peak:       " << HumanBytes(first->peak.total_bytes)
         << " in " << PhaseName(first->peak.phase)

@@ -9,8 +9,8 @@ namespace {
 
 void RequirePositive(const std::string& key, double value) {
   if (!(value > 0)) {
-    throw ConfigError(key, key + " must be positive, got " +
-                               nlohmann::json(value).dump());
+    throw ConfigError(
+        key, key + " must be positive, got " + nlohmann::json(value).dump());
   }
 }
 
@@ -18,8 +18,8 @@ void RequirePositive(const std::string& key, double value) {
 
 void ValidateRunConfig(const RunConfig& c) {
   if (c.model != "mlp") {
-    throw ConfigError("model", "unknown model '" + c.model +
-                                   "'; known models: mlp");
+    throw ConfigError("model",
+                      "unknown model '" + c.model + "'; known models: mlp");
   }
   RequirePositive("mlp.input", c.mlp.input);
   RequirePositive("mlp.hidden", c.mlp.hidden);
@@ -34,16 +34,17 @@ void ValidateRunConfig(const RunConfig& c) {
   if (c.train.global_batch < 0) {
     throw ConfigError("train.global_batch",
                       "train.global_batch must be positive (or 0 for unset), "
-                      "got " + std::to_string(c.train.global_batch));
+                      "got " +
+                          std::to_string(c.train.global_batch));
   }
   if (c.train.global_batch > 0 &&
       c.train.global_batch % c.ddp.world_size != 0) {
-    throw ConfigError(
-        "train.global_batch",
-        "train.global_batch " + std::to_string(c.train.global_batch) +
-            " does not divide over ddp.world_size " +
-            std::to_string(c.ddp.world_size) +
-            "; choose a multiple of the world size");
+    throw ConfigError("train.global_batch",
+                      "train.global_batch " +
+                          std::to_string(c.train.global_batch) +
+                          " does not divide over ddp.world_size " +
+                          std::to_string(c.ddp.world_size) +
+                          "; choose a multiple of the world size");
   }
   if (c.train.optimizer != "adam" && c.train.optimizer != "adamw" &&
       c.train.optimizer != "sgd") {

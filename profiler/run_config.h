@@ -11,7 +11,7 @@
 namespace memprof {
 
 struct MlpConfig {
-  int64_t input = 784;   // features per sample
+  int64_t input = 784;    // features per sample
   int64_t hidden = 1024;  // width of each hidden layer
   int64_t depth = 2;      // number of hidden layers
   int64_t output = 10;    // classes

@@ -82,9 +82,9 @@ RankReport RunRank(const RunConfig& config, const RankContext& context) {
         ResolveOwnership({batch.input, batch.target}, Category::kInputs,
                          misses);
 
-        tracker.SetPhase(Phase::kForward, step);
+        const int64_t forward_begin = tracker.SetPhase(Phase::kForward, step);
         torch::Tensor loss = model->Loss(batch);
-        tracker.ResolvePending(Phase::kForward, step, Category::kActivations);
+        tracker.ResolvePendingSince(forward_begin, Category::kActivations);
 
         tracker.SetPhase(Phase::kBackward, step);
         loss.backward();

@@ -18,7 +18,8 @@ struct Result {
 };
 
 Result RunMemprof(const std::string& args) {
-  const std::string command = std::string(MEMPROF_BINARY) + " " + args + " 2>&1";
+  const std::string command =
+      std::string(MEMPROF_BINARY) + " " + args + " 2>&1";
   Result result;
   FILE* pipe = ::popen(command.c_str(), "r");
   char buffer[4096];
@@ -56,7 +57,8 @@ class CliTest : public ::testing::Test {
 constexpr const char* kTiny = MEMPROF_SOURCE_DIR "/configs/mlp-tiny.ini";
 
 TEST_F(CliTest, ProfileWritesTheRankReportWholeAndPrintsTheTable) {
-  const Result r = RunMemprof(std::string("profile --config ") + kTiny + " --out " + Out());
+  const Result r =
+      RunMemprof(std::string("profile --config ") + kTiny + " --out " + Out());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("weights"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("steady-state peak"), std::string::npos);
@@ -68,15 +70,16 @@ TEST_F(CliTest, ProfileWritesTheRankReportWholeAndPrintsTheTable) {
 }
 
 TEST_F(CliTest, MissingConfigIsBadInput) {
-  const Result r = RunMemprof("profile --config " + (dir_ / "nope.ini").string() +
-                       " --out " + Out());
+  const Result r = RunMemprof("profile --config " +
+                              (dir_ / "nope.ini").string() + " --out " + Out());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("nope.ini"), std::string::npos) << r.output;
   EXPECT_TRUE(NothingWritten());
 }
 
 TEST_F(CliTest, UnreadableConfigIsBadInput) {
-  const Result r = RunMemprof("profile --config " + dir_.string() + " --out " + Out());
+  const Result r =
+      RunMemprof("profile --config " + dir_.string() + " --out " + Out());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(NothingWritten());
 }
@@ -101,15 +104,16 @@ TEST_F(CliTest, MalformedAndNonPositiveValuesAreBadInput) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("mlp.hidden must be positive"), std::string::npos)
       << r.output;
-  r = RunMemprof(std::string("profile --config ") + kTiny + " --micro-batch=-1");
+  r = RunMemprof(std::string("profile --config ") + kTiny +
+                 " --micro-batch=-1");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(NothingWritten());
 }
 
 TEST_F(CliTest, OutThatCannotBeCreatedIsBadInput) {
   const std::string file = Write("plain-file", "x");
-  const Result r = RunMemprof(std::string("profile --config ") + kTiny + " --out " +
-                       file + "/sub");
+  const Result r = RunMemprof(std::string("profile --config ") + kTiny +
+                              " --out " + file + "/sub");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--out"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(file + "/sub"));

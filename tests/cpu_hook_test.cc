@@ -37,8 +37,7 @@ TEST(CpuHook, SeesAllocationsOfAStdThreadByteForByte) {
     for (const torch::Tensor& t : keep) {
       expected_bytes += static_cast<int64_t>(t.storage().nbytes());
       ++expected_count;
-      EXPECT_NE(tracker.CategoryOf(t.storage().data()),
-                Category::kUnattributed)
+      EXPECT_NE(tracker.CategoryOf(t.storage().data()), Category::kUnattributed)
           << "a live block the tracker does not know";
     }
   });

@@ -28,8 +28,8 @@ Capture TwoSteps() {
   capture.begin_seq = 0;
   capture.end_seq = 11;
   capture.marks = {{0, Phase::kModelInit, 0}, {1, Phase::kForward, 1},
-                   {4, Phase::kBackward, 1}, {7, Phase::kForward, 2},
-                   {9, Phase::kBackward, 2}, {11, Phase::kIdle, 0}};
+                   {4, Phase::kBackward, 1},  {7, Phase::kForward, 2},
+                   {9, Phase::kBackward, 2},  {11, Phase::kIdle, 0}};
   capture.lifetimes = {Block(0, kLive, 100, Category::kWeights),
                        Block(1, 4, 50, Category::kActivations),
                        Block(2, 3, 30, Category::kTemporaries),

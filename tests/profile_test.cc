@@ -71,12 +71,12 @@ TEST(Profile, StepOneCreatesGradientsAndOptimizerStateLazily) {
 }
 
 TEST(Profile, OptimizerChoiceSetsItsState) {
-  const RankReport sgd = RunRank(TinyConfig({"--train.optimizer", "sgd"}),
-                                 RankContext{});
+  const RankReport sgd =
+      RunRank(TinyConfig({"--train.optimizer", "sgd"}), RankContext{});
   EXPECT_EQ(sgd.analysis.steady_peak.bytes[kO], 0);
   EXPECT_EQ(sgd.analysis.steady_peak.bytes[kG], 4 * sgd.parameters);
-  const RankReport adamw = RunRank(TinyConfig({"--train.optimizer", "adamw"}),
-                                   RankContext{});
+  const RankReport adamw =
+      RunRank(TinyConfig({"--train.optimizer", "adamw"}), RankContext{});
   EXPECT_EQ(adamw.analysis.steady_peak.bytes[kO], 8 * adamw.parameters);
 }
 
