@@ -26,7 +26,8 @@ void ResolveOwnership(const std::vector<torch::Tensor>& tensors,
 // Defined .grad of each parameter.
 std::vector<torch::Tensor> Gradients(const std::vector<torch::Tensor>& params);
 
-// Adam/AdamW moments (and max_exp_avg_sq with amsgrad), SGD momentum.
+// Adam/AdamW moments (and max_exp_avg_sq with amsgrad), SGD momentum, in
+// parameter order.
 std::vector<torch::Tensor> OptimizerStateTensors(
     torch::optim::Optimizer& optimizer);
 

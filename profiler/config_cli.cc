@@ -95,6 +95,7 @@ int FindKeyLine(const std::string& path, const std::string& key) {
 
 ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
   ProfileArgs args;
+  args.words = words;
   Aliases aliases;
   po::options_description keys = ConfigKeys(args.config);
   po::options_description all;

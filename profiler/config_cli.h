@@ -15,6 +15,7 @@ namespace memprof {
 struct ProfileArgs {
   RunConfig config;
   std::string out_dir = "out";
+  std::vector<std::string> words;  // as given, for launched ranks
   bool help = false;
   std::string help_text;
 };

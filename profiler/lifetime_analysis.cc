@@ -24,7 +24,7 @@ void Raise(PeakPoint& point, int64_t total, const Breakdown& now, int64_t seq,
 
 }  // namespace
 
-Analysis Analyze(const Capture& capture) {
+Analysis Analyze(const Capture& capture, int32_t steady_from) {
   Analysis out;
   TORCH_INTERNAL_ASSERT(!capture.marks.empty(), "capture without marks");
   const int64_t begin = capture.begin_seq;
@@ -50,7 +50,7 @@ Analysis Analyze(const Capture& capture) {
   for (const PhaseMark& mark : capture.marks) {
     last_step = std::max(last_step, mark.step);
   }
-  out.steady_first_step = last_step >= 2 ? 2 : last_step;
+  out.steady_first_step = std::max(1, std::min(steady_from, last_step));
   for (int32_t s = 1; s <= last_step; ++s) {
     StepFigures figures;
     figures.step = s;

@@ -44,8 +44,7 @@ struct Analysis {
   std::array<Stat, kNumCategories> stats{};  // whole session, final categories
   Stat total;
   PeakPoint run_peak;  // whole session, set-up and step 1 included
-  // Steady state: the steps after the first (the first step creates the
-  // gradients and optimizer state lazily), or step 1 when it is the only one.
+  // Steady state: the steps from `steady_first_step` on (see Analyze).
   int32_t steady_first_step = 0;
   PeakPoint steady_peak;
   Breakdown steady_max{};  // each category's own maximum in the steady state
@@ -54,7 +53,10 @@ struct Analysis {
   int64_t allocations = 0;
 };
 
-Analysis Analyze(const Capture& capture);
+// `steady_from` is the first step of the steady state: the step after the
+// last one-time allocation (step 1 creates gradients and optimizer state;
+// DDP rebuilds its buckets once, in step 2). Clamped to the steps present.
+Analysis Analyze(const Capture& capture, int32_t steady_from = 2);
 
 inline int64_t Sum(const Breakdown& b) {
   int64_t total = 0;

@@ -8,6 +8,9 @@
 #include "profiler/cpu_hook.h"
 #include "profiler/errors.h"
 #include "profiler/profile_command.h"
+#include "profiler/rank_env.h"
+
+#include <unistd.h>
 
 namespace {
 
@@ -35,6 +38,20 @@ int Main(const std::vector<std::string>& words) {
                             "'; known commands: profile");
 }
 
+// "rank 1 on host (pid 42): " when this process is one rank of a job.
+std::string Origin() {
+  try {
+    const auto topology = memprof::TopologyFromEnvironment();
+    if (!topology) return "";
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    return "rank " + std::to_string(topology->rank) + " on " + host +
+           " (pid " + std::to_string(::getpid()) + "): ";
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,10 +60,10 @@ int main(int argc, char** argv) {
   try {
     return Main(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const memprof::InputError& e) {
-    std::cerr << "memprof: error: " << e.what() << "\n";
+    std::cerr << "memprof: " << Origin() << "error: " << e.what() << "\n";
     return memprof::kExitBadInput;
   } catch (const std::exception& e) {
-    std::cerr << "memprof: run failed: " << e.what() << "\n";
+    std::cerr << "memprof: " << Origin() << "run failed: " << e.what() << "\n";
     return memprof::kExitRunFailed;
   }
 }

@@ -1,5 +1,7 @@
-// `memprof profile`: runs the configured training under the hook and
-// writes the rank report(s) into the output directory.
+// `memprof profile`: one rank of a job when torchrun/srun/mpirun variables
+// are set, else the local launcher for --world-size N > 1, else a job of
+// one rank. Each rank writes rank-<r>.json; rank 0 gathers every report
+// through the process group, writes summary.json and prints the table.
 #pragma once
 
 #include "profiler/config_cli.h"

@@ -3,11 +3,9 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <sstream>
 
 #include <torch/version.h>
 
-#include "profiler/human_bytes.h"
 
 #ifndef MEMPROF_GIT_SHA
 #define MEMPROF_GIT_SHA "unknown"
@@ -30,6 +28,13 @@ Json PeakJson(const PeakPoint& peak) {
               {"step", peak.step},
               {"seq", peak.seq},
               {"breakdown", BreakdownJson(peak.bytes)}};
+}
+
+std::string Hex(uint64_t value) {
+  char text[20];
+  std::snprintf(text, sizeof text, "%016llx",
+                static_cast<unsigned long long>(value));
+  return text;
 }
 
 std::string Hostname() {
@@ -85,6 +90,16 @@ nlohmann::ordered_json ToJson(const RankReport& r) {
                             {"peak_breakdown", BreakdownJson(seg.peak.bytes)},
                             {"end_bytes", BreakdownJson(seg.end_bytes)}});
   }
+  Json redundancy = Json::object();
+  for (const Redundancy& entry : r.redundancy) {
+    Json hashes = Json::array();
+    for (uint64_t h : entry.rank_hashes) hashes.push_back(Hex(h));
+    redundancy[CategoryName(entry.category)] =
+        Json{{"bytes", entry.bytes},
+             {"identical_across_ranks", entry.identical_across_ranks},
+             {"redundant_bytes", entry.redundant_bytes},
+             {"rank_hashes", hashes}};
+  }
   return Json{
       {"schema", kRankSchema},
       {"context",
@@ -103,6 +118,11 @@ nlohmann::ordered_json ToJson(const RankReport& r) {
       {"peak", peak},
       {"run_peak", run_peak},
       {"steps", steps},
+      {"ddp",
+       {{"buckets", r.buckets},
+        {"bucket_cap_mb", r.config.ddp.bucket_cap_mb},
+        {"gradient_as_bucket_view", r.config.ddp.gradient_as_bucket_view}}},
+      {"redundancy", redundancy},
       {"timeline", timeline},
       {"hook",
        {{"allocations", a.allocations},
@@ -111,52 +131,6 @@ nlohmann::ordered_json ToJson(const RankReport& r) {
         {"ownership_not_found", r.ownership_not_found},
         {"ownership_conflicts", r.ownership_conflicts}}},
   };
-}
-
-std::string FormatTable(const RankReport& r) {
-  const Analysis& a = r.analysis;
-  const StepFigures* first = a.steps.empty() ? nullptr : &a.steps.front();
-  std::ostringstream out;
-  char line[256];
-  out << "memprof: " << r.config.model << ", " << r.parameters
-      << " parameters, rank " << r.context.rank << " of "
-      << r.context.world_size << " (" << r.context.device << "), micro-batch "
-      << r.micro_batch << ", " << r.config.train.steps << " steps\n\n";
-  std::snprintf(line, sizeof line, "%-16s %12s %12s %12s %10s\n", "category",
-                "at peak", "own peak", "step 1", "bytes/P");
-  out << line;
-  for (Category c : kAllCategories) {
-    const int i = Index(c);
-    std::string per_param = "";
-    if (r.parameters > 0 && i <= Index(Category::kDdpBuckets) &&
-        c != Category::kActivations) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%.2f",
-                    static_cast<double>(a.steady_peak.bytes[i]) /
-                        static_cast<double>(r.parameters));
-      per_param = text;
-    }
-    std::snprintf(line, sizeof line, "%-16s %12s %12s %12s %10s\n",
-                  std::string(CategoryName(c)).c_str(),
-                  HumanBytes(a.steady_peak.bytes[i]).c_str(),
-                  HumanBytes(a.steady_max[i]).c_str(),
-                  first ? HumanBytes(first->peak.bytes[i]).c_str() : "-",
-                  per_param.c_str());
-    out << line;
-  }
-  std::snprintf(line, sizeof line, "%-16s %12s %12s %12s\n", "total",
-                HumanBytes(a.steady_peak.total_bytes).c_str(), "",
-                first ? HumanBytes(first->peak.total_bytes).c_str() : "-");
-  out << line << "\n";
-  out << "steady-state peak: " << HumanBytes(a.steady_peak.total_bytes) << " ("
-      << a.steady_peak.total_bytes << " B) in step " << a.steady_peak.step
-      << ", " << PhaseName(a.steady_peak.phase) << "\n";
-  if (first != nullptr && a.steady_first_step > 1) {
-    out << "step 1 peak:       " << HumanBytes(first->peak.total_bytes)
-        << " in " << PhaseName(first->peak.phase)
-        << " (gradients and optimizer state are created during step 1)\n";
-  }
-  return out.str();
 }
 
 }  // namespace memprof

@@ -1,5 +1,5 @@
-// RankReport: one rank's figures as a plain struct; rank-<r>.json and the
-// printed table only format it (see reports/SCHEMA.md once written).
+// RankReport: one rank's figures as a plain struct; rank-<r>.json only
+// formats it, and the summary (summary.h) reads that JSON.
 #pragma once
 
 #include <string>
@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profiler/lifetime_analysis.h"
+#include "profiler/redundancy.h"
 #include "profiler/run_config.h"
 
 namespace memprof {
@@ -18,7 +19,7 @@ struct RankContext {
   int rank = 0;
   int world_size = 1;
   std::string device = "cpu";
-  std::string backend = "none";
+  std::string backend = "gloo";
 };
 
 struct StepRecord {
@@ -34,13 +35,12 @@ struct RankReport {
   Analysis analysis;
   int64_t buffer_bytes = 0;  // module buffers, a sub-figure of weights
   std::vector<StepRecord> step_records;  // steps 1..K
+  int64_t buckets = 0;                   // DDP buckets at the end
+  std::vector<Redundancy> redundancy;    // weights, optimizer_state
   int64_t ownership_not_found = 0;
   int64_t ownership_conflicts = 0;
 };
 
 nlohmann::ordered_json ToJson(const RankReport& report);
-
-// The per-category table printed after a run.
-std::string FormatTable(const RankReport& report);
 
 }  // namespace memprof

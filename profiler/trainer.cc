@@ -10,6 +10,7 @@
 #include "profiler/cpu_hook.h"
 #include "profiler/errors.h"
 #include "profiler/memory_tracker.h"
+#include "profiler/redundancy.h"
 
 namespace memprof {
 namespace {
@@ -28,16 +29,18 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(
       params, torch::optim::SGDOptions(train.lr));
 }
 
-// 1.13's Optimizer::zero_grad() zeroes in place; set_to_none drops them.
-void ZeroGrad(torch::optim::Optimizer& optimizer,
-              const std::vector<torch::Tensor>& params, bool set_to_none) {
-  if (!set_to_none) {
-    optimizer.zero_grad();
-    return;
-  }
+// Zeroes the gradients in place, or drops them (set_to_none). 1.13's
+// Optimizer::zero_grad() would detach_() them, which fails on gradients that
+// are views into DDP buckets (gradient_as_bucket_view).
+void ZeroGrad(const std::vector<torch::Tensor>& params, bool set_to_none) {
   for (const torch::Tensor& p : params) {
     torch::Tensor& grad = const_cast<torch::Tensor&>(p).mutable_grad();
-    grad.reset();
+    if (!grad.defined()) continue;
+    if (set_to_none) {
+      grad.reset();
+    } else {
+      grad.zero_();
+    }
   }
 }
 
@@ -49,16 +52,24 @@ int64_t CountElements(const std::vector<torch::Tensor>& tensors) {
 
 }  // namespace
 
-RankReport RunRank(const RunConfig& config, const RankContext& context) {
+RankReport RunRank(const RunConfig& config, ProcessGroup& group) {
   TORCH_CHECK(CpuHookInstalled(),
               "the CPU allocator hook must be installed before RunRank");
   MemoryTracker& tracker = MemoryTracker::Get();
   RankReport report;
-  report.context = context;
+  report.context.rank = group.rank();
+  report.context.world_size = group.size();
+  report.context.backend = "gloo";
   report.config = config;
   report.micro_batch = MicroBatch(config);
   OwnershipMisses misses;
+  // Bucket buffers: DDP buckets, or the gradients themselves when the
+  // gradients are views into them.
+  const Category bucket_category = config.ddp.gradient_as_bucket_view
+                                       ? Category::kGradients
+                                       : Category::kDdpBuckets;
 
+  int32_t last_one_time_step = 1;
   tracker.BeginSession();
   {
     tracker.SetPhase(Phase::kModelInit, 0);
@@ -69,44 +80,69 @@ RankReport RunRank(const RunConfig& config, const RankContext& context) {
     ResolveOwnership(model->module().buffers(), Category::kWeights, misses,
                      kFlagBuffer);
     report.parameters = CountElements(params);
-    std::unique_ptr<torch::optim::Optimizer> optimizer =
-        MakeOptimizer(config.train, params);
-    torch::manual_seed(config.train.seed + 1 + context.rank);  // data per rank
 
-    for (int32_t step = 1; step <= config.train.steps; ++step) {
-      const auto start = std::chrono::steady_clock::now();
-      StepRecord record;
-      {
-        tracker.SetPhase(Phase::kInputs, step);
-        const Batch batch = model->MakeBatch(report.micro_batch);
-        ResolveOwnership({batch.input, batch.target}, Category::kInputs,
-                         misses);
+    tracker.SetPhase(Phase::kDdpInit, 0);
+    DdpEngine ddp(group, config.ddp, params);
+    try {
+      ResolveOwnership(ddp.BucketBuffers(), bucket_category, misses);
+      std::unique_ptr<torch::optim::Optimizer> optimizer =
+          MakeOptimizer(config.train, params);
+      torch::manual_seed(config.train.seed + 1 + group.rank());  // data
+      // Step 1 creates gradients and optimizer state; a bucket rebuild is
+      // one-time work too. The steady state starts after both.
 
-        const int64_t forward_begin = tracker.SetPhase(Phase::kForward, step);
-        torch::Tensor loss = model->Loss(batch);
-        tracker.ResolvePendingSince(forward_begin, Category::kActivations);
+      for (int32_t step = 1; step <= config.train.steps; ++step) {
+        const auto start = std::chrono::steady_clock::now();
+        StepRecord record;
+        {
+          tracker.SetPhase(Phase::kInputs, step);
+          const Batch batch = model->MakeBatch(report.micro_batch);
+          ResolveOwnership({batch.input, batch.target}, Category::kInputs,
+                           misses);
 
-        tracker.SetPhase(Phase::kBackward, step);
-        loss.backward();
-        ResolveOwnership(Gradients(params), Category::kGradients, misses);
+          const int64_t forward_begin =
+              tracker.SetPhase(Phase::kForward, step);
+          if (ddp.PrepareForward()) {
+            ResolveOwnership(ddp.BucketBuffers(), bucket_category, misses);
+            last_one_time_step = step;
+          }
+          torch::Tensor loss = model->Loss(batch);
+          tracker.ResolvePendingSince(forward_begin, Category::kActivations);
 
-        tracker.SetPhase(Phase::kOptimizer, step);
-        optimizer->step();
-        ResolveOwnership(OptimizerStateTensors(*optimizer),
-                         Category::kOptimizerState, misses);
+          tracker.SetPhase(Phase::kBackward, step);
+          ddp.PrepareForBackward();
+          loss.backward();  // the Reducer all-reduces bucket by bucket
+          ResolveOwnership(Gradients(params), Category::kGradients, misses);
 
-        tracker.SetPhase(Phase::kZeroGrad, step);
-        ZeroGrad(*optimizer, params, config.train.zero_grad_set_to_none);
-        record.loss = loss.item<double>();
-      }  // the batch, the loss and the graph are freed inside the step
-      record.seconds = std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
-      report.step_records.push_back(record);
+          tracker.SetPhase(Phase::kOptimizer, step);
+          optimizer->step();
+          ResolveOwnership(OptimizerStateTensors(*optimizer),
+                           Category::kOptimizerState, misses);
+
+          tracker.SetPhase(Phase::kZeroGrad, step);
+          ZeroGrad(params, config.train.zero_grad_set_to_none);
+          record.loss = loss.item<double>();
+        }  // the batch, the loss and the graph are freed inside the step
+        record.seconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - start)
+                             .count();
+        report.step_records.push_back(record);
+      }
+
+      tracker.SetPhase(Phase::kAudit, 0);
+      report.buckets = static_cast<int64_t>(ddp.bucket_count());
+      report.redundancy.push_back(
+          AuditAcrossRanks(group, Category::kWeights, params));
+      report.redundancy.push_back(
+          AuditAcrossRanks(group, Category::kOptimizerState,
+                           OptimizerStateTensors(*optimizer)));
+    } catch (...) {
+      ddp.Abandon();  // a Reducer whose peers failed may hang in teardown
+      throw;
     }
     tracker.SetPhase(Phase::kIdle, 0);
     const Capture capture = tracker.EndSession();
-    report.analysis = Analyze(capture);
+    report.analysis = Analyze(capture, last_one_time_step + 1);
     for (const Lifetime& life : capture.lifetimes) {
       if ((life.flags & kFlagBuffer) && life.free_seq == kLive) {
         report.buffer_bytes += life.bytes;

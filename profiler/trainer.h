@@ -1,13 +1,15 @@
-// One rank's training run under the hook: builds the model, trains K steps
-// with the configured optimizer, attributes every block and returns the
-// rank's report. Requires InstallCpuHook() before any tensor was made.
+// One rank's training run under the hook: builds the model, wraps it in
+// real DDP (DdpEngine over `group`), trains K steps with the configured
+// optimizer, audits redundancy across ranks, and returns the rank's report.
+// Requires InstallCpuHook() before any tensor was made.
 #pragma once
 
+#include "profiler/ddp_engine.h"
 #include "profiler/rank_report.h"
 #include "profiler/run_config.h"
 
 namespace memprof {
 
-RankReport RunRank(const RunConfig& config, const RankContext& context);
+RankReport RunRank(const RunConfig& config, ProcessGroup& group);
 
 }  // namespace memprof

@@ -1,0 +1,22 @@
+// The summary of a run: every rank's figures side by side, built from the
+// rank reports' JSON alone (so it can be rebuilt from files).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace memprof {
+
+inline constexpr const char* kSummarySchema = "memprof.summary/1";
+
+// `ranks` are rank reports (memprof.rank/1), in rank order.
+nlohmann::ordered_json BuildSummary(
+    const std::vector<nlohmann::ordered_json>& ranks);
+
+// One row per category, one column per rank, then the peak and the
+// redundancy audit in words.
+std::string FormatSummaryTable(const nlohmann::ordered_json& summary);
+
+}  // namespace memprof
