@@ -55,8 +55,8 @@ ProcessGroup::ProcessGroup(const RankTopology& topology, int64_t timeout_s)
         std::to_string(std::min(timeout_s, kRendezvousTimeoutS)) +
         " s: " + what.substr(0, what.find('\n')));
   }
-  auto gloo = c10d::ProcessGroupGloo::Options::create(
-      std::chrono::seconds(timeout_s));
+  auto gloo =
+      c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(timeout_s));
   // Local jobs talk over loopback; across machines, Gloo's default device
   // (this host's name, or GLOO_SOCKET_IFNAME) must be reachable by peers.
   const bool local = topology.master_addr == "127.0.0.1" ||
@@ -90,7 +90,8 @@ std::vector<std::string> ProcessGroup::AllGather(const std::string& value) {
   std::copy(value.begin(), value.end(), mine.data_ptr<uint8_t>());
   std::vector<at::Tensor> input{mine};
   std::vector<std::vector<at::Tensor>> outputs(1);
-  for (int r = 0; r < size(); ++r) outputs[0].push_back(torch::empty_like(mine));
+  for (int r = 0; r < size(); ++r)
+    outputs[0].push_back(torch::empty_like(mine));
   impl_->group->allgather(outputs, input)->wait();
   std::vector<std::string> values;
   for (int r = 0; r < size(); ++r) {

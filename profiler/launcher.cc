@@ -41,7 +41,8 @@ pid_t SpawnRank(int rank, int world_size, int port,
   ::setenv("MEMPROF_LAUNCHED", "1", 1);
   // Share the cores between the local ranks unless told otherwise.
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const unsigned threads = std::max(1u, cores / static_cast<unsigned>(world_size));
+  const unsigned threads =
+      std::max(1u, cores / static_cast<unsigned>(world_size));
   ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 0);
   std::vector<std::string> args = {"memprof", "profile"};
   args.insert(args.end(), words.begin(), words.end());
@@ -117,7 +118,8 @@ int FreeLocalPort() {
       ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0;
   ::close(fd);
-  if (!ok) throw RunFailure(std::string("no free port: ") + std::strerror(errno));
+  if (!ok)
+    throw RunFailure(std::string("no free port: ") + std::strerror(errno));
   return ntohs(addr.sin_port);
 }
 
@@ -133,8 +135,7 @@ int LaunchLocalRanks(int world_size, const std::vector<std::string>& words) {
         throw RunFailure("cannot fork rank " + std::to_string(r) + ": " +
                          std::strerror(errno));
       }
-      std::cerr << "memprof: rank " << r << ": pid " << children[r].pid
-                << "\n";
+      std::cerr << "memprof: rank " << r << ": pid " << children[r].pid << "\n";
     }
     int left = world_size;
     bool port_busy = false;

@@ -45,8 +45,8 @@ std::string Origin() {
     if (!topology) return "";
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
-    return "rank " + std::to_string(topology->rank) + " on " + host +
-           " (pid " + std::to_string(::getpid()) + "): ";
+    return "rank " + std::to_string(topology->rank) + " on " + host + " (pid " +
+           std::to_string(::getpid()) + "): ";
   } catch (const std::exception&) {
     return "";
   }

@@ -99,8 +99,7 @@ int RunProfileCommand(const ProfileArgs& args) {
       group = std::make_unique<ProcessGroup>(*topology, config.ddp.timeout_s);
     } catch (const PortBusy& e) {
       if (topology->launched_by_memprof) return kExitPortBusy;
-      throw RunFailure(std::string(e.what()) +
-                       "; choose another MASTER_PORT");
+      throw RunFailure(std::string(e.what()) + "; choose another MASTER_PORT");
     }
   } else {
     group = SoloGroup(config.ddp.timeout_s);

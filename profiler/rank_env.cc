@@ -17,8 +17,8 @@ int IntEnv(const char* name, const std::string& text, int min) {
   char* end = nullptr;
   const long value = std::strtol(text.c_str(), &end, 10);
   if (end == text.c_str() || *end != '\0' || value < min || value > 1 << 24) {
-    throw InputError(std::string("environment variable ") + name + "='" +
-                     text + "' is not an integer >= " + std::to_string(min));
+    throw InputError(std::string("environment variable ") + name + "='" + text +
+                     "' is not an integer >= " + std::to_string(min));
   }
   return static_cast<int>(value);
 }
@@ -45,8 +45,8 @@ std::optional<RankTopology> TopologyFromEnvironment() {
     topology.world_size = IntEnv(family[1], *size, 1);
     topology.rank = IntEnv(family[0], *rank, 0);
     if (topology.rank >= topology.world_size) {
-      throw InputError(std::string(family[0]) + "=" + *rank +
-                       " is not below " + family[1] + "=" + *size);
+      throw InputError(std::string(family[0]) + "=" + *rank + " is not below " +
+                       family[1] + "=" + *size);
     }
     if (const auto local = Env(family[2])) {
       topology.local_rank = IntEnv(family[2], *local, 0);

@@ -6,7 +6,6 @@
 
 #include <torch/version.h>
 
-
 #ifndef MEMPROF_GIT_SHA
 #define MEMPROF_GIT_SHA "unknown"
 #endif

@@ -17,7 +17,7 @@ class ProcessGroup;
 
 struct Redundancy {
   Category category = Category::kWeights;
-  int64_t bytes = 0;  // this rank's copy
+  int64_t bytes = 0;                  // this rank's copy
   std::vector<uint64_t> rank_hashes;  // XXH3-64 of each rank's bytes
   bool identical_across_ranks = false;
   // (N - 1) * bytes when identical on all N ranks, else 0.

@@ -71,9 +71,8 @@ std::string FormatSummaryTable(const Json& summary) {
   const int64_t parameters = summary["parameters"].get<int64_t>();
   const size_t world = ranks.size();
   std::ostringstream out;
-  out << "memprof: " << config["model"].get<std::string>() << ", "
-      << parameters << " parameters, " << world << " rank"
-      << (world == 1 ? "" : "s") << " ("
+  out << "memprof: " << config["model"].get<std::string>() << ", " << parameters
+      << " parameters, " << world << " rank" << (world == 1 ? "" : "s") << " ("
       << summary["context"]["backend"].get<std::string>() << ", "
       << summary["context"]["device"].get<std::string>() << "), micro-batch "
       << ranks[0]["micro_batch"].get<int64_t>() << " per rank, "
@@ -96,15 +95,17 @@ std::string FormatSummaryTable(const Json& summary) {
         c == Category::kOptimizerState || c == Category::kDdpBuckets;
     if (model_state && parameters > 0) {
       char ratio[32];
-      std::snprintf(ratio, sizeof ratio, " %8.2f",
-                    measured[0].get<double>() / static_cast<double>(parameters));
+      std::snprintf(
+          ratio, sizeof ratio, " %8.2f",
+          measured[0].get<double>() / static_cast<double>(parameters));
       out << ratio;
     }
     out << "\n";
   }
   out << Cell("%-16s", "total at peak");
   for (const Json& rank : ranks) {
-    out << Cell(" %12s", HumanBytes(rank["peak"]["total_bytes"].get<int64_t>()));
+    out << Cell(" %12s",
+                HumanBytes(rank["peak"]["total_bytes"].get<int64_t>()));
   }
   out << "\n" << Cell("%-16s", "step 1 peak");
   for (const Json& rank : ranks) {

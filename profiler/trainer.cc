@@ -100,8 +100,7 @@ RankReport RunRank(const RunConfig& config, ProcessGroup& group) {
           ResolveOwnership({batch.input, batch.target}, Category::kInputs,
                            misses);
 
-          const int64_t forward_begin =
-              tracker.SetPhase(Phase::kForward, step);
+          const int64_t forward_begin = tracker.SetPhase(Phase::kForward, step);
           if (ddp.PrepareForward()) {
             ResolveOwnership(ddp.BucketBuffers(), bucket_category, misses);
             last_one_time_step = step;
@@ -133,9 +132,8 @@ RankReport RunRank(const RunConfig& config, ProcessGroup& group) {
       report.buckets = static_cast<int64_t>(ddp.bucket_count());
       report.redundancy.push_back(
           AuditAcrossRanks(group, Category::kWeights, params));
-      report.redundancy.push_back(
-          AuditAcrossRanks(group, Category::kOptimizerState,
-                           OptimizerStateTensors(*optimizer)));
+      report.redundancy.push_back(AuditAcrossRanks(
+          group, Category::kOptimizerState, OptimizerStateTensors(*optimizer)));
     } catch (...) {
       ddp.Abandon();  // a Reducer whose peers failed may hang in teardown
       throw;

@@ -1,36 +1,17 @@
 // The memprof binary end to end: exit codes, messages, files written whole.
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include <gtest/gtest.h>
+
+#include "tests/run_command.h"
 
 namespace memprof {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-Result RunMemprof(const std::string& args) {
-  const std::string command =
-      std::string(MEMPROF_BINARY) + " " + args + " 2>&1";
-  Result result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) {
-    result.output.append(buffer, n);
-  }
-  const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using Result = CommandResult;
 
 class CliTest : public ::testing::Test {
  protected:
@@ -63,8 +44,10 @@ TEST_F(CliTest, ProfileWritesTheRankReportWholeAndPrintsTheTable) {
   EXPECT_NE(r.output.find("weights"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("steady-state peak"), std::string::npos);
   EXPECT_TRUE(fs::exists(fs::path(Out()) / "rank-0.json"));
+  EXPECT_TRUE(fs::exists(fs::path(Out()) / "summary.json"));
   for (const auto& entry : fs::directory_iterator(Out())) {
-    EXPECT_EQ(entry.path().filename(), "rank-0.json")
+    const std::string name = entry.path().filename();
+    EXPECT_TRUE(name == "rank-0.json" || name == "summary.json")
         << "left behind: " << entry.path();
   }
 }

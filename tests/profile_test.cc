@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "profiler/config_cli.h"
+#include "profiler/launcher.h"
 #include "profiler/trainer.h"
 
 namespace memprof {
@@ -21,6 +22,14 @@ RunConfig TinyConfig(std::vector<std::string> extra = {}) {
   return ParseProfileArgs(args).config;
 }
 
+// A data-parallel job of one rank, as a plain `memprof profile` runs.
+RankReport RunSolo(const RunConfig& config) {
+  RankTopology solo;
+  solo.master_port = FreeLocalPort();
+  ProcessGroup group(solo, /*timeout_s=*/30);
+  return RunRank(config, group);
+}
+
 const Segment& FirstSegmentOf(const Analysis& a, int32_t step) {
   for (const Segment& s : a.segments) {
     if (s.step == step) return s;
@@ -29,14 +38,14 @@ const Segment& FirstSegmentOf(const Analysis& a, int32_t step) {
 }
 
 TEST(Profile, ModelStateIsMeasuredToTheByte) {
-  const RankReport r = RunRank(TinyConfig(), RankContext{});
+  const RankReport r = RunSolo(TinyConfig());
   const int64_t p = r.parameters;
   ASSERT_EQ(p, 11082);  // 32*64+64 + 2*(64*64+64) + 64*10+10
   const Analysis& a = r.analysis;
   EXPECT_EQ(a.steady_peak.bytes[kW], 4 * p);
   EXPECT_EQ(a.steady_peak.bytes[kG], 4 * p);
   EXPECT_EQ(a.steady_peak.bytes[kO], 8 * p);
-  EXPECT_EQ(a.steady_peak.bytes[kB], 0);
+  EXPECT_EQ(a.steady_peak.bytes[kB], 4 * p);  // DDP buckets, even for 1 rank
   EXPECT_EQ(a.steady_peak.bytes[kU], 0);
   EXPECT_EQ(a.stats[kU].allocated, 0) << "nothing is ever unattributed";
   EXPECT_EQ(a.steady_max[kW], 4 * p);
@@ -48,7 +57,7 @@ TEST(Profile, ModelStateIsMeasuredToTheByte) {
 
 TEST(Profile, ActivationsAreTheForwardTensorsKeptForBackward) {
   const RunConfig config = TinyConfig();
-  const RankReport r = RunRank(config, RankContext{});
+  const RankReport r = RunSolo(config);
   // Each hidden layer keeps at least its [B, hidden] ReLU output.
   const int64_t floor =
       config.mlp.depth * config.train.micro_batch * config.mlp.hidden * 4;
@@ -58,7 +67,7 @@ TEST(Profile, ActivationsAreTheForwardTensorsKeptForBackward) {
 }
 
 TEST(Profile, StepOneCreatesGradientsAndOptimizerStateLazily) {
-  const RankReport r = RunRank(TinyConfig(), RankContext{});
+  const RankReport r = RunSolo(TinyConfig());
   const int64_t p = r.parameters;
   const Segment& step1 = FirstSegmentOf(r.analysis, 1);
   EXPECT_EQ(step1.begin_bytes[kG], 0);
@@ -66,30 +75,38 @@ TEST(Profile, StepOneCreatesGradientsAndOptimizerStateLazily) {
   const Segment& step2 = FirstSegmentOf(r.analysis, 2);
   EXPECT_EQ(step2.begin_bytes[kG], 4 * p);
   EXPECT_EQ(step2.begin_bytes[kO], 8 * p);
-  EXPECT_EQ(r.analysis.steady_first_step, 2);
+  // DDP rebuilds its buckets in step 2: the steady state starts at step 3.
+  EXPECT_EQ(r.analysis.steady_first_step, 3);
   ASSERT_EQ(r.step_records.size(), 3u);
 }
 
 TEST(Profile, OptimizerChoiceSetsItsState) {
-  const RankReport sgd =
-      RunRank(TinyConfig({"--train.optimizer", "sgd"}), RankContext{});
+  const RankReport sgd = RunSolo(TinyConfig({"--train.optimizer", "sgd"}));
   EXPECT_EQ(sgd.analysis.steady_peak.bytes[kO], 0);
   EXPECT_EQ(sgd.analysis.steady_peak.bytes[kG], 4 * sgd.parameters);
-  const RankReport adamw =
-      RunRank(TinyConfig({"--train.optimizer", "adamw"}), RankContext{});
+  const RankReport adamw = RunSolo(TinyConfig({"--train.optimizer", "adamw"}));
   EXPECT_EQ(adamw.analysis.steady_peak.bytes[kO], 8 * adamw.parameters);
 }
 
+TEST(Profile, BucketViewMakesTheBucketsTheGradients) {
+  const RankReport r =
+      RunSolo(TinyConfig({"--ddp.gradient_as_bucket_view", "true"}));
+  EXPECT_EQ(r.analysis.steady_peak.bytes[kB], 0);
+  EXPECT_EQ(r.analysis.steady_peak.bytes[kG], 4 * r.parameters);
+  EXPECT_EQ(r.analysis.steady_peak.bytes[kU], 0);
+  EXPECT_EQ(r.ownership_conflicts, 0);
+}
+
 TEST(Profile, SetToNoneFreesGradientsBetweenSteps) {
-  const RankReport r = RunRank(
-      TinyConfig({"--train.zero_grad_set_to_none", "true"}), RankContext{});
+  const RankReport r =
+      RunSolo(TinyConfig({"--train.zero_grad_set_to_none", "true"}));
   EXPECT_EQ(FirstSegmentOf(r.analysis, 2).begin_bytes[kG], 0);
   EXPECT_EQ(r.analysis.steady_max[kG], 4 * r.parameters);
   EXPECT_EQ(r.analysis.steady_peak.bytes[kU], 0);
 }
 
 TEST(Profile, ReportJsonHasTheKeysOtherToolsReadAsIntegers) {
-  const RankReport r = RunRank(TinyConfig(), RankContext{});
+  const RankReport r = RunSolo(TinyConfig());
   const nlohmann::ordered_json j = ToJson(r);
   EXPECT_EQ(j["schema"], "memprof.rank/1");
   EXPECT_EQ(j["context"]["rank"], 0);
@@ -105,10 +122,13 @@ TEST(Profile, ReportJsonHasTheKeysOtherToolsReadAsIntegers) {
   }
   EXPECT_EQ(sum, j["peak"]["total_bytes"].get<int64_t>());
   EXPECT_TRUE(j["peak"]["phase"].is_string());
-  EXPECT_GE(j["peak"]["step"].get<int>(), 2);
+  EXPECT_GE(j["peak"]["step"].get<int>(), 3);
   ASSERT_EQ(j["steps"].size(), 3u);
   EXPECT_FALSE(j["steps"][0]["steady_state"].get<bool>());
-  EXPECT_TRUE(j["steps"][1]["steady_state"].get<bool>());
+  EXPECT_FALSE(j["steps"][1]["steady_state"].get<bool>());
+  EXPECT_TRUE(j["steps"][2]["steady_state"].get<bool>());
+  EXPECT_EQ(j["ddp"]["buckets"], 1);
+  EXPECT_TRUE(j["redundancy"]["weights"]["identical_across_ranks"].get<bool>());
 }
 
 }  // namespace

@@ -1,0 +1,195 @@
+// Multi-rank jobs end to end over loopback: the launcher, torchrun-style
+// variables, per-rank reports, scaling with the per-rank micro-batch, and a
+// rank killed mid-run.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "profiler/launcher.h"
+#include "tests/run_command.h"
+
+namespace memprof {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+constexpr const char* kTiny = MEMPROF_SOURCE_DIR "/configs/mlp-tiny.ini";
+
+class MultiRankTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("memprof-multi-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Out(const std::string& name) const {
+    return (dir_ / name).string();
+  }
+  static Json Read(const std::string& path) {
+    std::ifstream in(path);
+    return Json::parse(in);
+  }
+  static int64_t Measured(const Json& rank, const char* category) {
+    return rank["categories"][category]["measured_bytes"].get<int64_t>();
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(MultiRankTest, TwoRanksMeasureModelStateToTheByte) {
+  const CommandResult r = RunMemprof(std::string("profile --config ") + kTiny +
+                                     " --world-size 2 --out " + Out("d"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("rank 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("bit-identical on all 2 ranks"), std::string::npos)
+      << r.output;
+  for (int rank = 0; rank < 2; ++rank) {
+    const Json j = Read(Out("d") + "/rank-" + std::to_string(rank) + ".json");
+    const int64_t p = j["parameters"].get<int64_t>();
+    EXPECT_EQ(j["context"]["rank"], rank);
+    EXPECT_EQ(j["context"]["world_size"], 2);
+    EXPECT_EQ(Measured(j, "weights"), 4 * p);
+    EXPECT_EQ(Measured(j, "gradients"), 4 * p);
+    EXPECT_EQ(Measured(j, "optimizer_state"), 8 * p);
+    EXPECT_EQ(Measured(j, "ddp_buckets"), 4 * p);
+    EXPECT_EQ(Measured(j, "unattributed"), 0);
+    for (const char* category : {"weights", "optimizer_state"}) {
+      const Json& audit = j["redundancy"][category];
+      EXPECT_TRUE(audit["identical_across_ranks"].get<bool>()) << category;
+      EXPECT_EQ(audit["redundant_bytes"], audit["bytes"]) << category;
+    }
+  }
+  const Json summary = Read(Out("d") + "/summary.json");
+  EXPECT_EQ(summary["schema"], "memprof.summary/1");
+  EXPECT_EQ(summary["ranks"].size(), 2u);
+  EXPECT_EQ(summary["categories"]["weights"]["measured_bytes"].size(), 2u);
+}
+
+TEST_F(MultiRankTest, BucketViewCountsTheBucketsAsGradients) {
+  const CommandResult r = RunMemprof(
+      std::string("profile --config ") + kTiny +
+      " --world-size 2 --ddp.gradient_as_bucket_view true --out " + Out("d"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (int rank = 0; rank < 2; ++rank) {
+    const Json j = Read(Out("d") + "/rank-" + std::to_string(rank) + ".json");
+    const int64_t p = j["parameters"].get<int64_t>();
+    EXPECT_EQ(Measured(j, "ddp_buckets"), 0);
+    EXPECT_EQ(Measured(j, "gradients"), 4 * p);
+    EXPECT_EQ(Measured(j, "optimizer_state"), 8 * p);
+    EXPECT_EQ(Measured(j, "unattributed"), 0);
+  }
+}
+
+TEST_F(MultiRankTest, ModelStateIsFlatInNAndActivationsFollowTheMicroBatch) {
+  std::map<int, Json> rank0;
+  for (int n : {1, 2, 4}) {
+    const std::string out = Out("n" + std::to_string(n));
+    const CommandResult r =
+        RunMemprof(std::string("profile --config ") + kTiny +
+                   " --global-batch 8 --world-size " + std::to_string(n) +
+                   " --out " + out);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    rank0[n] = Read(out + "/rank-0.json");
+    EXPECT_EQ(rank0[n]["micro_batch"], 8 / n);
+  }
+  for (const char* category :
+       {"weights", "gradients", "optimizer_state", "ddp_buckets"}) {
+    EXPECT_EQ(Measured(rank0[1], category), Measured(rank0[2], category))
+        << category;
+    EXPECT_EQ(Measured(rank0[1], category), Measured(rank0[4], category))
+        << category;
+  }
+  auto activations = [&](int n) {
+    return static_cast<double>(
+        rank0[n]["categories"]["activations"]["peak_bytes"].get<int64_t>());
+  };
+  EXPECT_NEAR(activations(1) / activations(4), 4.0, 4.0 * 0.05);
+  EXPECT_NEAR(activations(2) / activations(4), 2.0, 2.0 * 0.05);
+}
+
+TEST_F(MultiRankTest, SlurmVariablesMakeEachProcessOneRank) {
+  const std::string port = std::to_string(FreeLocalPort());
+  const std::string common =
+      "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " SLURM_NTASKS=2 " +
+      MEMPROF_BINARY + " profile --config " + kTiny + " --out " + Out("d");
+  const CommandResult r =
+      RunCommand("(SLURM_PROCID=1 " + common + " > " + Out("rank1.log") +
+                 " 2>&1 & SLURM_PROCID=0 " + common + "; code=$?; wait $!; " +
+                 "exit $(( code | $? )))");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(Out("d") + "/rank-1.json"));
+  EXPECT_EQ(Read(Out("d") + "/summary.json")["ranks"].size(), 2u);
+}
+
+TEST_F(MultiRankTest, ATakenPortIsReportedWithTheRemedy) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof addr;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length);
+  const CommandResult r =
+      RunCommand("RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                 std::to_string(ntohs(addr.sin_port)) + " " + MEMPROF_BINARY +
+                 " profile --config " + kTiny + " --out " + Out("d"));
+  ::close(fd);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("choose another MASTER_PORT"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("rank 0 on"), std::string::npos) << r.output;
+}
+
+TEST_F(MultiRankTest, ARankKilledMidRunStopsTheJobAndIsNamed) {
+  const auto start = std::chrono::steady_clock::now();
+  FILE* pipe =
+      ::popen((std::string(MEMPROF_BINARY) + " profile --config " + kTiny +
+               " --world-size 2 --steps 1000000 --out " + Out("d") + " 2>&1")
+                  .c_str(),
+              "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char line[4096];
+  pid_t victim = -1;
+  const std::regex pid_line("memprof: rank 1: pid ([0-9]+)");
+  while (victim < 0 && std::fgets(line, sizeof line, pipe) != nullptr) {
+    output += line;
+    std::cmatch match;
+    if (std::regex_search(line, match, pid_line)) victim = std::stoi(match[1]);
+  }
+  ASSERT_GT(victim, 0) << output;
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // mid-training
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  while (std::fgets(line, sizeof line, pipe) != nullptr) output += line;
+  const int status = ::pclose(pipe);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_EQ(WEXITSTATUS(status), 3) << output;
+  EXPECT_NE(output.find("rank 1 (pid " + std::to_string(victim) +
+                        ") was killed by signal 9"),
+            std::string::npos)
+      << output;
+  EXPECT_LT(seconds, 30.0) << output;
+}
+
+}  // namespace
+}  // namespace memprof
