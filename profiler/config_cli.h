@@ -5,16 +5,29 @@
 // flag, and the remedy.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "profiler/run_config.h"
+#include "profiler/tolerance.h"
 
 namespace memprof {
+
+// How a run is gated on a baseline (`memprof check`, `profile --check`).
+struct CheckOptions {
+  std::string baseline_path;  // empty: no check
+  ToleranceSettings tolerances;
+  std::string markdown_path;         // "" : none
+  std::string json_path;             // "" : none
+  bool strict = false;               // improvements beyond tolerance fail too
+  bool allow_config_change = false;  // Note [Context policy]
+};
 
 struct ProfileArgs {
   RunConfig config;
   std::string out_dir = "out";
+  CheckOptions check;
   std::vector<std::string> words;  // as given, for launched ranks
   bool help = false;
   std::string help_text;
@@ -22,6 +35,25 @@ struct ProfileArgs {
 
 // `args` are the words after the command name ("profile").
 ProfileArgs ParseProfileArgs(const std::vector<std::string>& args);
+
+struct CheckArgs {
+  std::string run_dir;
+  CheckOptions check;
+  bool help = false;
+  std::string help_text;
+};
+
+struct BaselineArgs {
+  std::string run_dir;
+  std::string out_path;
+  std::map<std::string, Tolerance> tolerances;  // --tolerance KEY=VALUE
+  bool help = false;
+  std::string help_text;
+};
+
+// `args` are the words after "check" / "baseline".
+CheckArgs ParseCheckArgs(const std::vector<std::string>& args);
+BaselineArgs ParseBaselineArgs(const std::vector<std::string>& args);
 
 // 1-based line of `key` ("mlp.hidden") in an INI file; 0 when absent.
 int FindKeyLine(const std::string& path, const std::string& key);

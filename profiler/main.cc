@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "profiler/check_command.h"
 #include "profiler/config_cli.h"
 #include "profiler/cpu_hook.h"
 #include "profiler/errors.h"
@@ -17,7 +18,11 @@ namespace {
 constexpr const char* kUsage =
     "usage: memprof <command> [options]\n"
     "commands:\n"
-    "  profile --config FILE [--out DIR] [--section.key VALUE ...]\n"
+    "  profile --config FILE [--out DIR] [--section.key VALUE ...] "
+    "[--check BASELINE]\n"
+    "  baseline --run DIR --out FILE\n"
+    "  check --baseline FILE --run DIR [--tolerance 1%] [--markdown FILE] "
+    "[--strict]\n"
     "run 'memprof <command> --help' for its options\n";
 
 int Main(const std::vector<std::string>& words) {
@@ -34,8 +39,24 @@ int Main(const std::vector<std::string>& words) {
     }
     return memprof::RunProfileCommand(args);
   }
+  if (words[0] == "baseline") {
+    const memprof::BaselineArgs args = memprof::ParseBaselineArgs(rest);
+    if (args.help) {
+      std::cout << args.help_text;
+      return memprof::kExitOk;
+    }
+    return memprof::RunBaselineCommand(args);
+  }
+  if (words[0] == "check") {
+    const memprof::CheckArgs args = memprof::ParseCheckArgs(rest);
+    if (args.help) {
+      std::cout << args.help_text;
+      return memprof::kExitOk;
+    }
+    return memprof::RunCheckCommand(args);
+  }
   throw memprof::InputError("unknown command '" + words[0] +
-                            "'; known commands: profile");
+                            "'; known commands: profile, baseline, check");
 }
 
 // "rank 1 on host (pid 42): " when this process is one rank of a job.

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "profiler/atomic_file.h"
+#include "profiler/check_command.h"
 #include "profiler/ddp_engine.h"
 #include "profiler/errors.h"
 #include "profiler/launcher.h"
@@ -52,24 +53,27 @@ std::unique_ptr<ProcessGroup> SoloGroup(int64_t timeout_s) {
   }
 }
 
-int RunThisRank(const RunConfig& config, const std::string& out_dir,
-                ProcessGroup& group) {
+// Returns every rank's report (rank 0) or nothing (other ranks).
+std::vector<std::string> RunThisRank(const RunConfig& config,
+                                     const std::string& out_dir,
+                                     ProcessGroup& group) {
   const RankReport report = RunRank(config, group);
   const std::string rank_json = ToJson(report).dump(2) + "\n";
   Write(fs::path(out_dir) / ("rank-" + std::to_string(group.rank()) + ".json"),
         rank_json);
   // Rank 0 gets every report through the group, so the summary needs no
   // shared filesystem.
-  const std::vector<std::string> all = group.AllGather(rank_json);
-  if (group.rank() != 0) return kExitOk;
+  std::vector<std::string> all = group.AllGather(rank_json);
+  if (group.rank() != 0) return {};
   std::vector<nlohmann::ordered_json> ranks;
   for (const std::string& text : all) {
     ranks.push_back(nlohmann::ordered_json::parse(text));
   }
   const nlohmann::ordered_json summary = BuildSummary(ranks);
   Write(fs::path(out_dir) / "summary.json", summary.dump(2) + "\n");
-  std::cout << FormatSummaryTable(summary) << "reports: " << out_dir << "/\n";
-  return kExitOk;
+  std::cout << FormatSummaryTable(summary) << "reports: " << out_dir << "/\n"
+            << std::flush;
+  return all;
 }
 
 }  // namespace
@@ -77,10 +81,22 @@ int RunThisRank(const RunConfig& config, const std::string& out_dir,
 int RunProfileCommand(const ProfileArgs& args) {
   RunConfig config = args.config;
   const std::optional<RankTopology> topology = TopologyFromEnvironment();
+  // --check runs where summary.json is written (a job of one, rank 0 of a
+  // job started by torchrun/srun/mpirun) or in the local launcher once every
+  // rank succeeded; the ranks the launcher starts leave it to the launcher.
+  // The baseline is read first, so a bad one fails before any training.
+  std::optional<Baseline> baseline;
+  const bool checker =
+      !topology || (topology->rank == 0 && !topology->launched_by_memprof);
+  if (!args.check.baseline_path.empty() && checker) {
+    baseline = LoadBaseline(args.check.baseline_path);
+  }
   if (!topology && config.ddp.world_size > 1) {
     PrepareOutDir(args.out_dir);
-    return LaunchLocalRanks(static_cast<int>(config.ddp.world_size),
-                            args.words);
+    const int code =
+        LaunchLocalRanks(static_cast<int>(config.ddp.world_size), args.words);
+    if (code != kExitOk || !baseline) return code;
+    return GateRun(*baseline, LoadRun(args.out_dir), args.out_dir, args.check);
   }
   if (topology) {
     // The launcher's world size is the truth; batch arithmetic follows it.
@@ -104,12 +120,16 @@ int RunProfileCommand(const ProfileArgs& args) {
   } else {
     group = SoloGroup(config.ddp.timeout_s);
   }
+  std::vector<std::string> reports;
   try {
-    return RunThisRank(config, args.out_dir, *group);
+    reports = RunThisRank(config, args.out_dir, *group);
   } catch (...) {
     group->Abandon();  // peers may be gone: do not wait for them in teardown
     throw;
   }
+  if (!baseline || reports.empty()) return kExitOk;
+  return GateRun(*baseline, RunFromReportTexts(reports, args.out_dir),
+                 args.out_dir, args.check);
 }
 
 }  // namespace memprof
