@@ -13,6 +13,7 @@ MEMPROF_PACKAGES=(
   libgtest-dev googletest
   libbenchmark-dev
   libxxhash-dev
+  clang libclang-rt-14-dev  # fuzz/baseline_fuzzer (libFuzzer)
 )
 
 memprof_install_deps() {
