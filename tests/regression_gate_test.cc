@@ -1,0 +1,402 @@
+// The regression gate end to end: `memprof profile --check` on the committed
+// baselines, repeated runs that must not be flaky, a model one unit wider
+// that must fail by exactly its extra parameters' bytes, and malformed
+// inputs that must be bad input (exit 2), never a crash or a pass.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/run_command.h"
+
+namespace memprof {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+constexpr const char* kTiny = MEMPROF_SOURCE_DIR "/configs/mlp-tiny.ini";
+constexpr const char* kBaselines = MEMPROF_SOURCE_DIR "/reports/baselines";
+constexpr const char* kSeedReport =
+    MEMPROF_SOURCE_DIR "/fuzz/seeds/rank-0.json";
+constexpr const char* kModelState[] = {"weights", "gradients",
+                                       "optimizer_state", "ddp_buckets"};
+
+// Parameters of the MLP in `config` (context.config of a rank report):
+// Linear(input, hidden), depth - 1 x Linear(hidden, hidden),
+// Linear(hidden, output), each with a bias.
+int64_t MlpParameters(const Json& config, int64_t hidden) {
+  const int64_t input = config["mlp"]["input"].get<int64_t>();
+  const int64_t depth = config["mlp"]["depth"].get<int64_t>();
+  const int64_t output = config["mlp"]["output"].get<int64_t>();
+  return (input * hidden + hidden) + (depth - 1) * (hidden * hidden + hidden) +
+         (hidden * output + output);
+}
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof addr;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+class RegressionGateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("memprof-gate-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Path(const std::string& name) const {
+    return (dir_ / name).string();
+  }
+  static std::string ReadText(const std::string& path) {
+    std::ifstream in(path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  static Json Read(const std::string& path) {
+    return Json::parse(ReadText(path));
+  }
+  std::string Write(const std::string& name, const std::string& text) const {
+    std::ofstream(Path(name)) << text;
+    return Path(name);
+  }
+  // A run directory holding the committed one-rank report.
+  std::string SeedRun(const std::string& name) const {
+    fs::create_directories(Path(name));
+    fs::copy_file(kSeedReport, Path(name) + "/rank-0.json");
+    return Path(name);
+  }
+  // Profiles mlp-tiny on two ranks into `name`; fails the test otherwise.
+  std::string Profile(const std::string& name, const std::string& flags = "") {
+    const CommandResult r =
+        RunMemprof(std::string("profile --config ") + kTiny +
+                   " --world-size 2 --out " + Path(name) + " " + flags);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return Path(name);
+  }
+  static int64_t Bytes(const Json& rank, const char* category,
+                       const char* figure) {
+    return rank["categories"][category][figure].get<int64_t>();
+  }
+  // The row of a memprof.check/1 result.
+  static const Json& Row(const Json& check, const std::string& key,
+                         const std::string& figure, int rank) {
+    for (const Json& row : check["figures"]) {
+      if (row["key"] == key && row["figure"] == figure && row["rank"] == rank)
+        return row;
+    }
+    ADD_FAILURE() << "no row " << key << " " << figure << " " << rank;
+    static const Json none;
+    return none;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(RegressionGateTest, ProfileCheckPassesOnTheCommittedOneRankBaseline) {
+  const CommandResult r = RunMemprof(
+      std::string("profile --config ") + kTiny + " --out " + Path("run") +
+      " --check " + kBaselines + "/mlp-tiny-ws1.json --json " + Path("c.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("0 regressed"), std::string::npos) << r.output;
+  EXPECT_EQ(Read(Path("c.json"))["result"], "ok");
+}
+
+TEST_F(RegressionGateTest, ProfileCheckPassesOnTheCommittedTwoRankBaseline) {
+  const CommandResult r = RunMemprof(
+      std::string("profile --config ") + kTiny + " --world-size 2 --out " +
+      Path("run") + " --check " + kBaselines + "/mlp-tiny-ws2.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("0 regressed"), std::string::npos) << r.output;
+  // Checked once, by the launcher, after both ranks finished.
+  const size_t first = r.output.find("memprof check:");
+  ASSERT_NE(first, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("memprof check:", first + 1), std::string::npos)
+      << r.output;
+  EXPECT_GT(first, r.output.find("reports: ")) << r.output;
+}
+
+TEST_F(RegressionGateTest, UnderSlurmOnlyRankZeroChecks) {
+  const std::string common =
+      "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(FreePort()) +
+      " SLURM_NTASKS=2 " + MEMPROF_BINARY + " profile --config " + kTiny +
+      " --out " + Path("run") + " --check " + kBaselines + "/mlp-tiny-ws2.json";
+  const CommandResult r =
+      RunCommand("(SLURM_PROCID=1 " + common + " > " + Path("rank1.log") +
+                 " 2>&1 & SLURM_PROCID=0 " + common + "; code=$?; wait $!; " +
+                 "exit $(( code | $? )))");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("memprof check:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("0 regressed"), std::string::npos) << r.output;
+  EXPECT_EQ(ReadText(Path("rank1.log")).find("memprof check:"),
+            std::string::npos);
+}
+
+TEST_F(RegressionGateTest, RepeatedRunsGiveTheSameBytesAndPass) {
+  const std::string runs[] = {Profile("a"), Profile("b"), Profile("c")};
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string file = "/rank-" + std::to_string(rank) + ".json";
+    const Json first = Read(runs[0] + file);
+    for (int i = 1; i < 3; ++i) {
+      const Json again = Read(runs[i] + file);
+      for (const char* category : kModelState) {
+        for (const char* figure : {"measured_bytes", "peak_bytes"}) {
+          EXPECT_EQ(Bytes(again, category, figure),
+                    Bytes(first, category, figure))
+              << category << " " << figure << " rank " << rank;
+        }
+      }
+      for (const char* figure : {"measured_bytes", "peak_bytes"}) {
+        const double base = Bytes(first, "activations", figure);
+        EXPECT_LE(std::abs(Bytes(again, "activations", figure) - base),
+                  0.01 * base)
+            << figure << " rank " << rank;
+      }
+    }
+  }
+  ASSERT_EQ(
+      RunMemprof("baseline --run " + runs[0] + " --out " + Path("base.json"))
+          .exit_code,
+      0);
+  for (int i = 1; i < 3; ++i) {
+    const CommandResult r =
+        RunMemprof("check --baseline " + Path("base.json") + " --run " +
+                   runs[i] + " --json " + Path("c.json"));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const Json check = Read(Path("c.json"));
+    EXPECT_EQ(check["result"], "ok") << r.output;
+    for (const char* category : kModelState) {
+      EXPECT_EQ(Row(check, category, "measured_bytes", 1)["delta_bytes"], 0);
+    }
+  }
+}
+
+TEST_F(RegressionGateTest, OneUnitWiderFailsOnModelStateByThePredictedBytes) {
+  const std::string narrow = Profile("narrow");
+  const Json report = Read(narrow + "/rank-0.json");
+  const Json& config = report["context"]["config"];
+  const int64_t hidden = config["mlp"]["hidden"].get<int64_t>();
+  const std::string wide =
+      Profile("wide", "--mlp.hidden " + std::to_string(hidden + 1));
+  ASSERT_EQ(report["parameters"].get<int64_t>(), MlpParameters(config, hidden));
+  const int64_t dp =
+      MlpParameters(config, hidden + 1) - MlpParameters(config, hidden);
+  // fp32 Adam: weights 4 dP, gradients 4 dP, moments 8 dP, buckets 4 dP.
+  const std::pair<const char*, int64_t> expected[] = {
+      {"weights", 4 * dp},
+      {"gradients", 4 * dp},
+      {"optimizer_state", 8 * dp},
+      {"ddp_buckets", 4 * dp}};
+  ASSERT_EQ(
+      RunMemprof("baseline --run " + narrow + " --out " + Path("narrow.json"))
+          .exit_code,
+      0);
+  const std::string base = " --baseline " + Path("narrow.json");
+
+  // A different config is refused...
+  CommandResult r = RunMemprof("check" + base + " --run " + wide);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(
+      r.output.find("config.mlp.hidden: baseline " + std::to_string(hidden) +
+                    ", run " + std::to_string(hidden + 1)),
+      std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(Path("narrow.json")), std::string::npos);
+
+  // ...and gated on its figures when the change is declared.
+  const std::string summary = Write("step-summary.md", "earlier step\n");
+  r = RunCommand("GITHUB_STEP_SUMMARY=" + summary + " " + MEMPROF_BINARY +
+                 " check" + base + " --run " + wide +
+                 " --allow-config-change --json " + Path("c.json") +
+                 " --markdown " + Path("c.md"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const Json check = Read(Path("c.json"));
+  EXPECT_EQ(check["result"], "regressed");
+  EXPECT_EQ(check["parameters"]["now"].get<int64_t>() -
+                check["parameters"]["baseline"].get<int64_t>(),
+            dp);
+  for (int rank = 0; rank < 2; ++rank) {
+    for (const auto& [category, bytes] : expected) {
+      for (const char* figure : {"measured_bytes", "peak_bytes"}) {
+        const Json& row = Row(check, category, figure, rank);
+        EXPECT_EQ(row["delta_bytes"].get<int64_t>(), bytes)
+            << category << " " << figure << " rank " << rank;
+        EXPECT_EQ(row["verdict"], "regressed") << category;
+      }
+    }
+  }
+  EXPECT_NE(r.output.find("weights          at peak     0"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("+" + std::to_string(4 * dp)), std::string::npos);
+  const std::string markdown = ReadText(Path("c.md"));
+  EXPECT_EQ(markdown.rfind("### memprof memory check: regressed", 0), 0u);
+  EXPECT_NE(markdown.find("| optimizer_state | at peak | 1 |"),
+            std::string::npos);
+  const std::string appended = ReadText(summary);
+  EXPECT_EQ(appended.rfind("earlier step\n### memprof memory check", 0), 0u)
+      << appended;
+
+  // Tolerances that cover exactly the growth pass it; one byte less fails.
+  std::string lenient = " --tolerance 5%";
+  std::string tight = lenient;
+  for (const auto& [category, bytes] : expected) {
+    lenient +=
+        std::string(" --tolerance ") + category + "=" + std::to_string(bytes);
+    tight += std::string(" --tolerance ") + category + "=" +
+             std::to_string(bytes - (category == expected[0].first ? 1 : 0));
+  }
+  r = RunMemprof("check" + base + " --run " + wide + " --allow-config-change" +
+                 lenient);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = RunMemprof("check" + base + " --run " + wide + " --allow-config-change" +
+                 tight + " --json " + Path("t.json"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(Read(Path("t.json"))["regressed"], 4);  // weights, 2 figs x 2 ranks
+
+  // The other way round it is an improvement: reported, failing only --strict.
+  ASSERT_EQ(RunMemprof("baseline --run " + wide + " --out " + Path("wide.json"))
+                .exit_code,
+            0);
+  const std::string back = "check --baseline " + Path("wide.json") + " --run " +
+                           narrow + " --allow-config-change";
+  r = RunMemprof(back + " --json " + Path("i.json"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("refresh the baseline"), std::string::npos);
+  EXPECT_EQ(
+      Row(Read(Path("i.json")), "weights", "measured_bytes", 0)["verdict"],
+      "improved");
+  EXPECT_EQ(RunMemprof(back + " --strict").exit_code, 1);
+}
+
+TEST_F(RegressionGateTest, MalformedBaselinesAreBadInputNamingFileAndReason) {
+  const std::string run = SeedRun("run");
+  const std::string good =
+      ReadText(std::string(kBaselines) + "/mlp-tiny-ws1.json");
+  ASSERT_FALSE(good.empty());
+  Json negative = Json::parse(good);
+  negative["ranks"][0]["categories"]["weights"]["measured_bytes"] = -4;
+  const std::pair<std::string, std::string> cases[] = {
+      {Write("truncated.json", good.substr(0, good.size() / 2)), "truncated"},
+      {Write("empty.json", ""), "truncated"},
+      {Write("garbage.json", "not json at all"), "not valid JSON"},
+      {Write("rank.json", ReadText(kSeedReport)), "this is a rank report"},
+      {Write("v2.json", "{\"schema\": \"memprof.baseline/2\"}"),
+       "another version"},
+      {Write("negative.json", negative.dump()),
+       "ranks[0].categories.weights.measured_bytes"},
+      {Path("missing.json"), "No such file"},
+      {dir_.string(), "is a directory"},
+  };
+  for (const auto& [path, reason] : cases) {
+    const CommandResult r =
+        RunMemprof("check --baseline " + path + " --run " + run);
+    EXPECT_EQ(r.exit_code, 2) << path << ": " << r.output;
+    EXPECT_NE(r.output.find(path), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(reason), std::string::npos) << r.output;
+  }
+}
+
+TEST_F(RegressionGateTest, MalformedRankReportsAreBadInputForCheckAndBaseline) {
+  const std::string baseline = std::string(kBaselines) + "/mlp-tiny-ws1.json";
+  const std::string text = ReadText(kSeedReport);
+  fs::create_directories(Path("cut"));
+  Write("cut/rank-0.json", text.substr(0, text.size() / 3));
+  fs::create_directories(Path("half"));  // says two ranks, holds one
+  Json two = Json::parse(text);
+  two["context"]["world_size"] = 2;
+  Write("half/rank-0.json", two.dump());
+  const std::pair<std::string, std::string> cases[] = {
+      {Path("cut"), "rank-0.json: the file ends early (truncated?)"},
+      {Path("half"), "rank-1.json: missing (world_size 2"},
+      {Path("none"), "no such directory"},
+      {dir_.string(), "no rank-0.json"},
+  };
+  for (const auto& [run, reason] : cases) {
+    CommandResult r =
+        RunMemprof("check --baseline " + baseline + " --run " + run);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(reason), std::string::npos) << r.output;
+    r = RunMemprof("baseline --run " + run + " --out " + Path("b.json"));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(reason), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(Path("b.json")));
+  }
+}
+
+TEST_F(RegressionGateTest,
+       WrongWorldSizeIsRefusedEvenWithConfigChangesAllowed) {
+  const CommandResult r =
+      RunMemprof(std::string("check --allow-config-change --baseline ") +
+                 kBaselines + "/mlp-tiny-ws2.json --run " + SeedRun("run"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("world_size: baseline 2, run 1"), std::string::npos)
+      << r.output;
+}
+
+TEST_F(RegressionGateTest, ProfileWithABadBaselineFailsBeforeTraining) {
+  const std::string bad = Write("bad.json", "{\"schema\": ");
+  const CommandResult r =
+      RunMemprof(std::string("profile --config ") + kTiny + " --out " +
+                 Path("run") + " --world-size 2 --check " + bad);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(bad + ": the file ends early"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(Path("run")));
+}
+
+TEST_F(RegressionGateTest, BaselineHoldsEveryRanksFiguresAndItsContext) {
+  const std::string run = SeedRun("run");
+  const CommandResult r =
+      RunMemprof("baseline --run " + run + " --out " + Path("b.json") +
+                 " --tolerance activations=2%");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Json baseline = Read(Path("b.json"));
+  const Json report = Read(kSeedReport);
+  EXPECT_EQ(baseline["schema"], "memprof.baseline/1");
+  EXPECT_EQ(baseline["context"]["world_size"], report["context"]["world_size"]);
+  EXPECT_EQ(baseline["context"]["config"], report["context"]["config"]);
+  EXPECT_EQ(baseline["context"]["libtorch_version"],
+            report["context"]["libtorch_version"]);
+  EXPECT_EQ(baseline["context"]["device"], report["context"]["device"]);
+  EXPECT_EQ(baseline["context"]["dtype"],
+            report["context"]["config"]["train"]["dtype"]);
+  EXPECT_EQ(baseline["tolerances"]["activations"], "2%");
+  ASSERT_EQ(baseline["ranks"].size(), 1u);
+  const Json& rank = baseline["ranks"][0];
+  for (const auto& [name, entry] : report["categories"].items()) {
+    EXPECT_EQ(rank["categories"][name]["measured_bytes"],
+              entry["measured_bytes"])
+        << name;
+    EXPECT_EQ(rank["categories"][name]["peak_bytes"], entry["peak_bytes"])
+        << name;
+  }
+  EXPECT_EQ(rank["peak"]["total_bytes"], report["peak"]["total_bytes"]);
+  // A run against its own baseline passes.
+  EXPECT_EQ(RunMemprof("check --baseline " + Path("b.json") + " --run " + run)
+                .exit_code,
+            0);
+}
+
+}  // namespace
+}  // namespace memprof
