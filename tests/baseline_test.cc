@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "profiler/errors.h"
+#include "tests/input_error_of.h"
 #include "tests/synthetic_run.h"
 
 namespace memprof {
@@ -27,19 +28,8 @@ std::string ReadText(const std::string& path) {
   return text.str();
 }
 
-// The message of the InputError `parse` throws; fails the test if none.
-std::string ErrorOf(const std::function<void()>& parse) {
-  try {
-    parse();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "accepted";
-  return "";
-}
-
 std::string BaselineError(const Json& doc) {
-  return ErrorOf([&] { ParseBaseline(doc.dump(), "b.json"); });
+  return InputErrorOf([&] { ParseBaseline(doc.dump(), "b.json"); });
 }
 
 Json ValidBaseline() { return BaselineToJson(SyntheticBaseline(2, 11082)); }
@@ -91,7 +81,7 @@ TEST(Baseline, EveryTruncationIsRefusedAsTruncated) {
   const std::string text = ValidBaseline().dump(2);
   for (size_t n = 0; n < text.size(); ++n) {
     const std::string message =
-        ErrorOf([&] { ParseBaseline(text.substr(0, n), "cut.json"); });
+        InputErrorOf([&] { ParseBaseline(text.substr(0, n), "cut.json"); });
     ASSERT_EQ(message.rfind("cut.json: ", 0), 0u) << n << ": " << message;
     ASSERT_NE(message.find("truncated"), std::string::npos)
         << n << ": " << message;
@@ -103,33 +93,33 @@ TEST(Baseline, EveryTruncatedRankReportIsRefused) {
   ASSERT_GT(text.size(), 100u);
   // Every prefix would take a while on 24 KiB; every 7th byte and the tail.
   for (size_t n = 0; n < text.size(); n += (n + 64 > text.size() ? 1 : 7)) {
-    const std::string message =
-        ErrorOf([&] { ParseRankReport(text.substr(0, n), "rank-0.json"); });
+    const std::string message = InputErrorOf(
+        [&] { ParseRankReport(text.substr(0, n), "rank-0.json"); });
     ASSERT_EQ(message.rfind("rank-0.json: ", 0), 0u) << n << ": " << message;
   }
 }
 
 TEST(Baseline, NotJsonOrNotAnObjectIsNamed) {
-  EXPECT_NE(ErrorOf([] {
+  EXPECT_NE(InputErrorOf([] {
               ParseBaseline("hello", "b.json");
             }).find("b.json: not valid JSON"),
             std::string::npos);
-  EXPECT_NE(ErrorOf([] { ParseBaseline("", "b.json"); }).find("truncated"),
+  EXPECT_NE(InputErrorOf([] { ParseBaseline("", "b.json"); }).find("truncated"),
             std::string::npos);
-  EXPECT_NE(ErrorOf([] {
+  EXPECT_NE(InputErrorOf([] {
               ParseBaseline("[1, 2]", "b.json");
             }).find("expected a JSON object, got an array"),
             std::string::npos);
-  EXPECT_NE(ErrorOf([] {
+  EXPECT_NE(InputErrorOf([] {
               ParseBaseline("{} trailing", "b.json");
             }).find("not valid JSON"),
             std::string::npos);
   // Found by fuzz/baseline_fuzzer: nlohmann reports this as out_of_range.
-  EXPECT_NE(ErrorOf([] {
+  EXPECT_NE(InputErrorOf([] {
               ParseBaseline("111844e67431", "b.json");
             }).find("b.json: not valid JSON: number overflow"),
             std::string::npos);
-  EXPECT_NE(ErrorOf([] {
+  EXPECT_NE(InputErrorOf([] {
               ParseRankReport(R"({"schema": 1e400})", "r.json");
             }).find("r.json: not valid JSON: number overflow"),
             std::string::npos);
@@ -153,7 +143,8 @@ TEST(Baseline, WrongSchemasAreNamedWithTheRemedy) {
   EXPECT_NE(BaselineError(doc).find("schema: expected a string"),
             std::string::npos);
   const std::string baseline_text = ValidBaseline().dump();
-  message = ErrorOf([&] { ParseRankReport(baseline_text, "rank-0.json"); });
+  message =
+      InputErrorOf([&] { ParseRankReport(baseline_text, "rank-0.json"); });
   EXPECT_NE(message.find("this is a baseline"), std::string::npos) << message;
 }
 
@@ -240,7 +231,7 @@ TEST(Baseline, DeepNestingIsAnErrorNotAStackOverflow) {
   const std::string deep =
       "{\"schema\": \"memprof.baseline/1\", \"context\": " +
       std::string(100000, '[') + std::string(100000, ']') + "}";
-  EXPECT_NE(ErrorOf([&] {
+  EXPECT_NE(InputErrorOf([&] {
               ParseBaseline(deep, "deep.json");
             }).find("deep.json: context: expected an object, got an array"),
             std::string::npos);
@@ -249,13 +240,13 @@ TEST(Baseline, DeepNestingIsAnErrorNotAStackOverflow) {
 TEST(Baseline, RankReportRanksMustLieInTheWorld) {
   Json doc = Json::parse(ReadText(kSeedReport));
   doc["context"]["world_size"] = 0;
-  EXPECT_NE(ErrorOf([&] {
+  EXPECT_NE(InputErrorOf([&] {
               ParseRankReport(doc.dump(), "r.json");
             }).find("r.json: context.world_size: expected an integer in [1, "),
             std::string::npos);
   doc["context"]["world_size"] = 2;
   doc["context"]["rank"] = 2;
-  EXPECT_NE(ErrorOf([&] { ParseRankReport(doc.dump(), "r.json"); })
+  EXPECT_NE(InputErrorOf([&] { ParseRankReport(doc.dump(), "r.json"); })
                 .find("r.json: context.rank: expected an integer in [0, 1], "
                       "got 2"),
             std::string::npos);
@@ -274,21 +265,21 @@ TEST(Baseline, CombineNeedsEveryRankOnceFromOneRun) {
   ASSERT_EQ(run.ranks.size(), 2u);
   EXPECT_EQ(run.ranks[0].rank, 0);
   EXPECT_EQ(run.ranks[1].rank, 1);
-  EXPECT_NE(ErrorOf([] {
+  EXPECT_NE(InputErrorOf([] {
               CombineRankReports({Report(0, 2)}, {"r0"});
             }).find("no report for rank 1 of 2"),
             std::string::npos);
-  EXPECT_NE(ErrorOf([] {
+  EXPECT_NE(InputErrorOf([] {
               CombineRankReports({Report(0, 2), Report(0, 2)}, {"a", "b"});
             }).find("b: rank 0 also in a"),
             std::string::npos);
-  EXPECT_NE(ErrorOf([] {
+  EXPECT_NE(InputErrorOf([] {
               CombineRankReports({Report(0, 2), Report(1, 3)}, {"a", "b"});
             }).find("b: world_size 3 differs from 2"),
             std::string::npos);
   RankReportFigures other = Report(1, 2);
   other.context.config["mlp"]["hidden"] = 65;
-  EXPECT_NE(ErrorOf([&] {
+  EXPECT_NE(InputErrorOf([&] {
               CombineRankReports({Report(0, 2), other}, {"a", "b"});
             }).find("the directory mixes runs"),
             std::string::npos);

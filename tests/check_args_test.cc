@@ -5,19 +5,10 @@
 
 #include "profiler/config_cli.h"
 #include "profiler/errors.h"
+#include "tests/input_error_of.h"
 
 namespace memprof {
 namespace {
-
-std::string ErrorOf(const std::function<void()>& parse) {
-  try {
-    parse();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "accepted";
-  return "";
-}
 
 TEST(CheckArgs, ParsesEveryFlag) {
   const CheckArgs args = ParseCheckArgs(
@@ -44,15 +35,15 @@ TEST(CheckArgs, ParsesEveryFlag) {
 }
 
 TEST(CheckArgs, BadFlagsAreNamed) {
-  EXPECT_NE(ErrorOf([] {
+  EXPECT_NE(InputErrorOf([] {
               ParseCheckArgs({"--run", "r"});
             }).find("--baseline FILE is required"),
             std::string::npos);
-  EXPECT_NE(ErrorOf([] {
+  EXPECT_NE(InputErrorOf([] {
               ParseCheckArgs({"--baseline", "b"});
             }).find("--run DIR is required"),
             std::string::npos);
-  const std::string unknown_key = ErrorOf([] {
+  const std::string unknown_key = InputErrorOf([] {
     ParseCheckArgs(
         {"--baseline", "b", "--run", "r", "--tolerance", "activation=2%"});
   });
@@ -60,22 +51,22 @@ TEST(CheckArgs, BadFlagsAreNamed) {
                              "key 'activation'"),
             std::string::npos)
       << unknown_key;
-  EXPECT_NE(ErrorOf([] {
+  EXPECT_NE(InputErrorOf([] {
               ParseCheckArgs(
                   {"--baseline", "b", "--run", "r", "--tolerance", "4096"});
             }).find("--tolerance-bytes 4096"),
             std::string::npos);
-  EXPECT_NE(ErrorOf([] {
+  EXPECT_NE(InputErrorOf([] {
               ParseCheckArgs({"--baseline", "b", "--run", "r", "--tolerance",
                               "weights=2 %"});
             }).find("not a percentage"),
             std::string::npos);
-  EXPECT_NE(ErrorOf([] {
+  EXPECT_NE(InputErrorOf([] {
               ParseCheckArgs(
                   {"--baseline", "b", "--run", "r", "--tolerance-bytes", "-1"});
             }).find("--tolerance-bytes must be 0 or more"),
             std::string::npos);
-  EXPECT_NE(ErrorOf([] {
+  EXPECT_NE(InputErrorOf([] {
               ParseCheckArgs({"--baseline", "b", "--bogus"});
             }).find("unknown flag"),
             std::string::npos);
@@ -91,11 +82,11 @@ TEST(BaselineArgs, KeepsKeyedTolerancesOnly) {
   EXPECT_EQ(args.tolerances.at("activations").percent, 2.0);
   EXPECT_EQ(args.tolerances.at("temporaries").bytes, 4096);
   EXPECT_NE(
-      ErrorOf([] {
+      InputErrorOf([] {
         ParseBaselineArgs({"--run", "out", "--out", "b", "--tolerance", "2%"});
       }).find("KEY=VALUE"),
       std::string::npos);
-  EXPECT_NE(ErrorOf([] {
+  EXPECT_NE(InputErrorOf([] {
               ParseBaselineArgs({"--run", "out"});
             }).find("--out FILE is required"),
             std::string::npos);
@@ -113,7 +104,7 @@ TEST(ProfileCheckArgs, CheckFlagsNeedCheck) {
                                              {"--tolerance", "2%"},
                                              {"--markdown", "m.md"},
                                              {"--allow-config-change"}}) {
-    EXPECT_NE(ErrorOf([&] {
+    EXPECT_NE(InputErrorOf([&] {
                 ParseProfileArgs(words);
               }).find("is a check option: add --check BASELINE"),
               std::string::npos)

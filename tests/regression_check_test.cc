@@ -9,22 +9,13 @@
 #include <gtest/gtest.h>
 
 #include "profiler/errors.h"
+#include "tests/input_error_of.h"
 #include "tests/synthetic_run.h"
 
 namespace memprof {
 namespace {
 
 constexpr int64_t kP = 11082;
-
-std::string ErrorOf(const std::function<void()>& run) {
-  try {
-    run();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "accepted";
-  return "";
-}
 
 const FigureCheck& Find(const CheckReport& report, const std::string& key,
                         const std::string& figure, int rank) {
@@ -196,7 +187,7 @@ TEST(RegressionCheck, HardContextDifferencesAreErrorsEvenWhenAllowed) {
     change(now.context);
     if (now.context.world_size == 1) now.ranks.resize(1);
     const std::string message =
-        ErrorOf([&] { Compare(baseline, now, {}, /*allow=*/true); });
+        InputErrorOf([&] { Compare(baseline, now, {}, /*allow=*/true); });
     EXPECT_NE(message.find(expected), std::string::npos) << message;
     EXPECT_NE(message.find("base.json"), std::string::npos) << message;
     EXPECT_NE(message.find("memprof baseline --run out/run"), std::string::npos)
@@ -214,7 +205,7 @@ TEST(RegressionCheck, ConfigChangeIsAnErrorUnlessAllowedAndSourceIsIgnored) {
 
   now.context.config["mlp"]["hidden"] = 65;
   now.context.config["train"]["new_key"] = true;
-  const std::string message = ErrorOf([&] { Compare(baseline, now); });
+  const std::string message = InputErrorOf([&] { Compare(baseline, now); });
   EXPECT_NE(message.find("config.mlp.hidden: baseline 64, run 65"),
             std::string::npos)
       << message;
