@@ -1,14 +1,20 @@
 #include "models/model.h"
 
+#include "models/gpt.h"
 #include "models/mlp.h"
+#include "models/resnet.h"
 #include "profiler/errors.h"
 
 namespace memprof {
 
 std::unique_ptr<TrainableModel> BuildModel(const RunConfig& config) {
   if (config.model == "mlp") return std::make_unique<MlpModel>(config.mlp);
-  throw ConfigError("model",
-                    "unknown model '" + config.model + "'; known models: mlp");
+  if (config.model == "gpt") return std::make_unique<GptModel>(config.gpt);
+  if (config.model == "resnet") {
+    return std::make_unique<ResnetModel>(config.resnet);
+  }
+  throw ConfigError("model", "unknown model '" + config.model +
+                                 "'; known models: " + kKnownModels);
 }
 
 }  // namespace memprof

@@ -17,11 +17,24 @@ namespace {
 // Every config key, bound to its RunConfig field.
 po::options_description ConfigKeys(RunConfig& c) {
   po::options_description keys("Config keys (in a file, or as --section.key)");
-  keys.add_options()("model", po::value(&c.model), "model family: mlp")(
+  keys.add_options()("model", po::value(&c.model),
+                     "model family: mlp | gpt | resnet")(
       "mlp.input", po::value(&c.mlp.input), "input features")(
       "mlp.hidden", po::value(&c.mlp.hidden), "hidden width")(
       "mlp.depth", po::value(&c.mlp.depth), "number of hidden layers")(
       "mlp.output", po::value(&c.mlp.output), "output classes")(
+      "gpt.layers", po::value(&c.gpt.layers), "transformer blocks")(
+      "gpt.d_model", po::value(&c.gpt.d_model), "model width")(
+      "gpt.heads", po::value(&c.gpt.heads), "attention heads (divide d_model)")(
+      "gpt.seq_len", po::value(&c.gpt.seq_len), "tokens per sample")(
+      "gpt.vocab", po::value(&c.gpt.vocab), "vocabulary size")(
+      "gpt.dropout", po::value(&c.gpt.dropout), "dropout probability")(
+      "resnet.depth", po::value(&c.resnet.depth), "18 | 34 | 50 | 101 | 152")(
+      "resnet.width", po::value(&c.resnet.width),
+      "channels of the first stage (64 in the published models)")(
+      "resnet.resolution", po::value(&c.resnet.resolution),
+      "input images are resolution x resolution")(
+      "resnet.classes", po::value(&c.resnet.classes), "output classes")(
       "train.micro_batch", po::value(&c.train.micro_batch),
       "samples per rank per step")(
       "train.global_batch", po::value(&c.train.global_batch),
@@ -47,13 +60,10 @@ struct Aliases {
   int64_t world_size = 0, micro_batch = 0, global_batch = 0, steps = 0;
 };
 
-po::options_description CommandLineOnly(ProfileArgs& args, Aliases& a) {
-  po::options_description flags("Options");
-  flags.add_options()("help,h", "print this help")(
-      "config", po::value(&args.config.source), "INI config file")(
-      "out", po::value(&args.out_dir), "output directory (default: out)")(
-      "check", po::value(&args.check.baseline_path),
-      "after the run, gate it on this baseline (as memprof check)")(
+// --config and the short spellings of common keys.
+po::options_description AliasFlags(std::string& config_path, Aliases& a) {
+  po::options_description flags("Config");
+  flags.add_options()("config", po::value(&config_path), "INI config file")(
       "world-size", po::value(&a.world_size), "= --ddp.world_size")(
       "micro-batch", po::value(&a.micro_batch), "= --train.micro_batch")(
       "global-batch", po::value(&a.global_batch), "= --train.global_batch")(
@@ -261,33 +271,33 @@ int FindKeyLine(const std::string& path, const std::string& key) {
   return 0;
 }
 
-ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
-  ProfileArgs args;
-  args.words = words;
-  Aliases aliases;
-  GateWords gate;
-  po::options_description keys = ConfigKeys(args.config);
-  po::options_description all;
-  all.add(CommandLineOnly(args, aliases))
-      .add(GateFlags(args.check, gate))
-      .add(keys);
+namespace {
 
-  po::variables_map cli;
+// The flags and config file of a command that runs (or predicts) a config:
+// `command_flags` plus every config key. Reads --config, applies the short
+// aliases and validates. Returns false for --help, with its text in `help`.
+bool ParseRunConfigWords(const std::vector<std::string>& words,
+                         const po::options_description& command_flags,
+                         const std::string& command, const std::string& usage,
+                         RunConfig& config, po::variables_map& cli,
+                         std::string& help) {
+  Aliases aliases;
+  po::options_description keys = ConfigKeys(config);
+  po::options_description all;
+  all.add(command_flags).add(AliasFlags(config.source, aliases)).add(keys);
   try {
     po::store(po::command_line_parser(words).options(all).run(), cli);
   } catch (const po::unknown_option& e) {
     throw InputError("unknown flag '" + e.get_option_name() +
-                     "'; run 'memprof profile --help' for the list");
+                     "'; run 'memprof " + command + " --help' for the list");
   } catch (const po::error& e) {
     throw InputError(std::string("command line: ") + e.what());
   }
   if (cli.count("help")) {
     std::ostringstream text;
-    text << "usage: memprof profile [--config FILE] [--out DIR] [flags]\n\n"
-         << all;
-    args.help = true;
-    args.help_text = text.str();
-    return args;
+    text << usage << "\n\n" << all;
+    help = text.str();
+    return false;
   }
 
   po::variables_map vm = cli;
@@ -306,7 +316,8 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
     } catch (const po::unknown_option& e) {
       const std::string key = e.get_option_name();
       throw InputError(At(path, FindKeyLine(path, key)) + ": unknown key '" +
-                       key + "'; see 'memprof profile --help' for the keys");
+                       key + "'; see 'memprof " + command +
+                       " --help' for the keys");
     } catch (const po::invalid_config_file_syntax& e) {
       throw InputError(path + ": " + e.what() +
                        "; lines are 'key = value' or '[section]'");
@@ -323,28 +334,15 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
   } catch (const po::error& e) {
     throw InputError(std::string("command line: ") + e.what());
   }
-  args.config.source = path;
-
-  if (cli.count("check") && args.check.baseline_path.empty()) {
-    throw InputError("--check needs a baseline file");
-  }
-  for (const char* flag : {"tolerance", "tolerance-bytes", "markdown", "json",
-                           "strict", "allow-config-change"}) {
-    if (Given(cli, flag) && !cli.count("check")) {
-      throw InputError(std::string("--") + flag +
-                       " is a check option: add --check BASELINE");
-    }
-  }
-  ApplyGateWords(gate, cli, args.check.tolerances);
+  config.source = path;
 
   const std::pair<const char*, const char*> pairs[] = {
       {"world-size", "ddp.world_size"},
       {"micro-batch", "train.micro_batch"},
       {"global-batch", "train.global_batch"},
       {"steps", "train.steps"}};
-  int64_t* fields[] = {
-      &args.config.ddp.world_size, &args.config.train.micro_batch,
-      &args.config.train.global_batch, &args.config.train.steps};
+  int64_t* fields[] = {&config.ddp.world_size, &config.train.micro_batch,
+                       &config.train.global_batch, &config.train.steps};
   const int64_t values[] = {aliases.world_size, aliases.micro_batch,
                             aliases.global_batch, aliases.steps};
   for (int i = 0; i < 4; ++i) {
@@ -357,7 +355,7 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
   }
 
   try {
-    ValidateRunConfig(args.config);
+    ValidateRunConfig(config);
   } catch (const ConfigError& e) {
     std::string key = e.key();
     for (const auto& pair : pairs) {
@@ -366,6 +364,60 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
       }
     }
     throw InputError(SourceOf(key, cli, path) + ": " + e.what());
+  }
+  return true;
+}
+
+}  // namespace
+
+ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
+  ProfileArgs args;
+  args.words = words;
+  GateWords gate;
+  po::options_description flags("Options");
+  flags.add_options()("help,h", "print this help")(
+      "out", po::value(&args.out_dir), "output directory (default: out)")(
+      "check", po::value(&args.check.baseline_path),
+      "after the run, gate it on this baseline (as memprof check)");
+  flags.add(GateFlags(args.check, gate));
+  po::variables_map cli;
+  if (!ParseRunConfigWords(
+          words, flags, "profile",
+          "usage: memprof profile [--config FILE] [--out DIR] [flags]",
+          args.config, cli, args.help_text)) {
+    args.help = true;
+    return args;
+  }
+  if (cli.count("check") && args.check.baseline_path.empty()) {
+    throw InputError("--check needs a baseline file");
+  }
+  for (const char* flag : {"tolerance", "tolerance-bytes", "markdown", "json",
+                           "strict", "allow-config-change"}) {
+    if (Given(cli, flag) && !cli.count("check")) {
+      throw InputError(std::string("--") + flag +
+                       " is a check option: add --check BASELINE");
+    }
+  }
+  ApplyGateWords(gate, cli, args.check.tolerances);
+  return args;
+}
+
+PredictArgs ParsePredictArgs(const std::vector<std::string>& words) {
+  PredictArgs args;
+  po::options_description flags("Options");
+  flags.add_options()("help,h", "print this help")(
+      "json", po::bool_switch(&args.json),
+      "print the prediction as JSON (memprof.prediction/1)")(
+      "table", po::bool_switch(&args.table),
+      "also print the model's size table, one row per tensor");
+  po::variables_map cli;
+  if (!ParseRunConfigWords(
+          words, flags, "predict",
+          "usage: memprof predict --config FILE [--world-size N] "
+          "[--micro-batch B] [--json]\nthe per-rank prediction from the "
+          "model's size table; no tensor is allocated",
+          args.config, cli, args.help_text)) {
+    args.help = true;
   }
   return args;
 }

@@ -36,6 +36,17 @@ struct ProfileArgs {
 // `args` are the words after the command name ("profile").
 ProfileArgs ParseProfileArgs(const std::vector<std::string>& args);
 
+struct PredictArgs {
+  RunConfig config;
+  bool json = false;
+  bool table = false;  // also print the size table, row by row
+  bool help = false;
+  std::string help_text;
+};
+
+// `args` are the words after "predict".
+PredictArgs ParsePredictArgs(const std::vector<std::string>& args);
+
 struct CheckArgs {
   std::string run_dir;
   CheckOptions check;

@@ -17,8 +17,10 @@ namespace {
 // base allocator) keeps both in a small heap record instead.
 c10::DeleterFnPtr g_base_deleter = nullptr;  // D, set once by the hook
 
+// Also the raw_deleter(): raw_deallocate(nullptr) (oneDNN frees the empty
+// buffer of a zero-byte raw_allocate that way) is not a block.
 void HookDelete(void* data) {
-  MemoryTracker::Get().RecordFree(data);
+  if (data != nullptr) MemoryTracker::Get().RecordFree(data);
   g_base_deleter(data);
 }
 

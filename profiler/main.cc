@@ -8,6 +8,7 @@
 #include "profiler/config_cli.h"
 #include "profiler/cpu_hook.h"
 #include "profiler/errors.h"
+#include "profiler/predict_command.h"
 #include "profiler/profile_command.h"
 #include "profiler/rank_env.h"
 
@@ -20,6 +21,7 @@ constexpr const char* kUsage =
     "commands:\n"
     "  profile --config FILE [--out DIR] [--section.key VALUE ...] "
     "[--check BASELINE]\n"
+    "  predict --config FILE [--world-size N] [--micro-batch B] [--json]\n"
     "  baseline --run DIR --out FILE\n"
     "  check --baseline FILE --run DIR [--tolerance 1%] [--markdown FILE] "
     "[--strict]\n"
@@ -39,6 +41,14 @@ int Main(const std::vector<std::string>& words) {
     }
     return memprof::RunProfileCommand(args);
   }
+  if (words[0] == "predict") {
+    const memprof::PredictArgs args = memprof::ParsePredictArgs(rest);
+    if (args.help) {
+      std::cout << args.help_text;
+      return memprof::kExitOk;
+    }
+    return memprof::RunPredictCommand(args);
+  }
   if (words[0] == "baseline") {
     const memprof::BaselineArgs args = memprof::ParseBaselineArgs(rest);
     if (args.help) {
@@ -55,8 +65,9 @@ int Main(const std::vector<std::string>& words) {
     }
     return memprof::RunCheckCommand(args);
   }
-  throw memprof::InputError("unknown command '" + words[0] +
-                            "'; known commands: profile, baseline, check");
+  throw memprof::InputError(
+      "unknown command '" + words[0] +
+      "'; known commands: profile, predict, baseline, check");
 }
 
 // "rank 1 on host (pid 42): " when this process is one rank of a job.

@@ -51,6 +51,7 @@ nlohmann::ordered_json ToJson(const RankReport& r) {
     const int i = Index(c);
     Json entry{{"measured_bytes", a.steady_peak.bytes[i]},
                {"peak_bytes", a.steady_max[i]},
+               {"predicted_bytes", r.prediction.bytes[i]},
                {"end_bytes", a.stats[i].current},
                {"allocated_bytes", a.stats[i].allocated},
                {"freed_bytes", a.stats[i].freed}};
@@ -60,6 +61,11 @@ nlohmann::ordered_json ToJson(const RankReport& r) {
   Json peak = PeakJson(a.steady_peak);
   peak["scope"] = "steady_state";
   peak["first_step"] = a.steady_first_step;
+  const PredictedMoment& predicted = r.prediction.Peak();
+  peak["predicted"] = Json{{"total_bytes", predicted.Total()},
+                           {"phase", PhaseName(predicted.phase)},
+                           {"what", predicted.what},
+                           {"breakdown", BreakdownJson(predicted.bytes)}};
   Json run_peak = PeakJson(a.run_peak);
   run_peak["scope"] = "run";
 
@@ -112,6 +118,7 @@ nlohmann::ordered_json ToJson(const RankReport& r) {
         {"pid", static_cast<int64_t>(::getpid())},
         {"config", ToJson(r.config)}}},
       {"parameters", r.parameters},
+      {"predicted_parameters", r.prediction.parameters},
       {"micro_batch", r.micro_batch},
       {"categories", categories},
       {"peak", peak},

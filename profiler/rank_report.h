@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profiler/lifetime_analysis.h"
+#include "profiler/prediction.h"
 #include "profiler/redundancy.h"
 #include "profiler/run_config.h"
 
@@ -33,6 +34,7 @@ struct RankReport {
   int64_t parameters = 0;  // number of parameter elements (P)
   int64_t micro_batch = 0;
   Analysis analysis;
+  Prediction prediction;     // for this rank's config and micro-batch
   int64_t buffer_bytes = 0;  // module buffers, a sub-figure of weights
   std::vector<StepRecord> step_records;  // steps 1..K
   int64_t buckets = 0;                   // DDP buckets at the end

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/resnet_table.h"
 #include "profiler/errors.h"
 
 namespace memprof {
@@ -14,17 +15,60 @@ void RequirePositive(const std::string& key, double value) {
   }
 }
 
+void ValidateGpt(const GptConfig& g) {
+  RequirePositive("gpt.layers", g.layers);
+  RequirePositive("gpt.d_model", g.d_model);
+  RequirePositive("gpt.heads", g.heads);
+  RequirePositive("gpt.seq_len", g.seq_len);
+  RequirePositive("gpt.vocab", g.vocab);
+  if (g.d_model % g.heads != 0) {
+    throw ConfigError("gpt.heads", "gpt.heads " + std::to_string(g.heads) +
+                                       " does not divide gpt.d_model " +
+                                       std::to_string(g.d_model) +
+                                       "; choose heads that divide the width");
+  }
+  if (!(g.dropout >= 0 && g.dropout < 1)) {
+    throw ConfigError("gpt.dropout", "gpt.dropout must be in [0, 1), got " +
+                                         nlohmann::json(g.dropout).dump());
+  }
+}
+
+void ValidateResnet(const ResnetConfig& r, int64_t micro_batch) {
+  RequirePositive("resnet.depth", r.depth);
+  if (!ResnetStagesOf(r.depth)) {
+    throw ConfigError("resnet.depth", "unsupported resnet.depth " +
+                                          std::to_string(r.depth) +
+                                          "; supported: 18, 34, 50, 101, 152");
+  }
+  RequirePositive("resnet.width", r.width);
+  RequirePositive("resnet.resolution", r.resolution);
+  RequirePositive("resnet.classes", r.classes);
+  // BatchNorm in training needs more than one value per channel.
+  const int64_t last = ResnetResolutionsOf(r.resolution).stage[3];
+  if (micro_batch * last * last < 2) {
+    throw ConfigError(
+        "resnet.resolution",
+        "resnet.resolution " + std::to_string(r.resolution) +
+            " leaves the last stage at 1x1, and with micro-batch 1 its "
+            "BatchNorm sees one value per channel; use a resolution of 33 "
+            "or more, or a micro-batch of 2 or more");
+  }
+}
+
 }  // namespace
 
 void ValidateRunConfig(const RunConfig& c) {
-  if (c.model != "mlp") {
-    throw ConfigError("model",
-                      "unknown model '" + c.model + "'; known models: mlp");
+  if (c.model == "mlp") {
+    RequirePositive("mlp.input", c.mlp.input);
+    RequirePositive("mlp.hidden", c.mlp.hidden);
+    RequirePositive("mlp.depth", c.mlp.depth);
+    RequirePositive("mlp.output", c.mlp.output);
+  } else if (c.model == "gpt") {
+    ValidateGpt(c.gpt);
+  } else if (c.model != "resnet") {
+    throw ConfigError("model", "unknown model '" + c.model +
+                                   "'; known models: " + kKnownModels);
   }
-  RequirePositive("mlp.input", c.mlp.input);
-  RequirePositive("mlp.hidden", c.mlp.hidden);
-  RequirePositive("mlp.depth", c.mlp.depth);
-  RequirePositive("mlp.output", c.mlp.output);
   RequirePositive("train.micro_batch", c.train.micro_batch);
   RequirePositive("train.steps", c.train.steps);
   RequirePositive("train.lr", c.train.lr);
@@ -56,6 +100,7 @@ void ValidateRunConfig(const RunConfig& c) {
     throw ConfigError("train.dtype", "unsupported dtype '" + c.train.dtype +
                                          "'; supported: float32");
   }
+  if (c.model == "resnet") ValidateResnet(c.resnet, MicroBatch(c));
 }
 
 int64_t MicroBatch(const RunConfig& c) {
@@ -63,15 +108,34 @@ int64_t MicroBatch(const RunConfig& c) {
                                   : c.train.micro_batch;
 }
 
+namespace {
+
+nlohmann::json ModelSectionJson(const RunConfig& c) {
+  if (c.model == "gpt") {
+    return {{"layers", c.gpt.layers}, {"d_model", c.gpt.d_model},
+            {"heads", c.gpt.heads},   {"seq_len", c.gpt.seq_len},
+            {"vocab", c.gpt.vocab},   {"dropout", c.gpt.dropout}};
+  }
+  if (c.model == "resnet") {
+    return {{"depth", c.resnet.depth},
+            {"width", c.resnet.width},
+            {"resolution", c.resnet.resolution},
+            {"classes", c.resnet.classes}};
+  }
+  return {{"input", c.mlp.input},
+          {"hidden", c.mlp.hidden},
+          {"depth", c.mlp.depth},
+          {"output", c.mlp.output}};
+}
+
+}  // namespace
+
 nlohmann::json ToJson(const RunConfig& c) {
+  // Only the chosen model's section: the others do not describe the run.
   return {
       {"source", c.source},
       {"model", c.model},
-      {"mlp",
-       {{"input", c.mlp.input},
-        {"hidden", c.mlp.hidden},
-        {"depth", c.mlp.depth},
-        {"output", c.mlp.output}}},
+      {c.model, ModelSectionJson(c)},
       {"train",
        {{"micro_batch", c.train.micro_batch},
         {"global_batch", c.train.global_batch},

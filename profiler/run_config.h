@@ -17,6 +17,25 @@ struct MlpConfig {
   int64_t output = 10;    // classes
 };
 
+// GPT-2: learned positions, pre-LayerNorm blocks, causal self-attention,
+// 4x MLP with tanh-GELU, final LayerNorm, output tied to the token embedding.
+struct GptConfig {
+  int64_t layers = 12;
+  int64_t d_model = 768;
+  int64_t heads = 12;  // must divide d_model
+  int64_t seq_len = 1024;
+  int64_t vocab = 50257;
+  double dropout = 0;  // in [0, 1)
+};
+
+// ResNet v1.5 (stride in the 3x3 conv) with BatchNorm, as torchvision's.
+struct ResnetConfig {
+  int64_t depth = 50;        // 18 | 34 (basic blocks), 50 | 101 | 152
+  int64_t width = 64;        // channels of the stem and the first stage
+  int64_t resolution = 224;  // input images are resolution x resolution
+  int64_t classes = 1000;
+};
+
 struct TrainConfig {
   int64_t micro_batch = 8;   // samples per rank per step
   int64_t global_batch = 0;  // 0: unset; else micro_batch = global / world
@@ -39,9 +58,13 @@ struct RunConfig {
   std::string source;  // the config file it came from ("" for defaults)
   std::string model = "mlp";
   MlpConfig mlp;
+  GptConfig gpt;
+  ResnetConfig resnet;
   TrainConfig train;
   DdpConfig ddp;
 };
+
+inline constexpr const char* kKnownModels = "mlp, gpt, resnet";
 
 // Throws ConfigError naming the offending key.
 void ValidateRunConfig(const RunConfig& config);

@@ -1,10 +1,12 @@
 #include "profiler/summary.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "profiler/category.h"
 #include "profiler/human_bytes.h"
+#include "profiler/prediction.h"
 
 namespace memprof {
 namespace {
@@ -25,6 +27,43 @@ std::string CategoryWords(const std::string& name) {
   return words;
 }
 
+// measured - predicted, and that as a percentage of the prediction.
+Json ErrorJson(int64_t measured, int64_t predicted) {
+  const int64_t error = measured - predicted;
+  Json percent = nullptr;  // undefined for a prediction of 0 bytes
+  if (predicted != 0) {
+    percent =
+        100.0 * static_cast<double>(error) / static_cast<double>(predicted);
+  } else if (error == 0) {
+    percent = 0.0;
+  }
+  return Json{{"bytes", error}, {"percent", percent}};
+}
+
+std::string ErrorCell(const Json& error) {
+  const int64_t bytes = error["bytes"].get<int64_t>();
+  std::string text = SignedBytes(bytes);
+  if (!error["percent"].is_null()) {
+    char percent[32];
+    std::snprintf(percent, sizeof percent, " (%+.2f%%)",
+                  error["percent"].get<double>());
+    text += percent;
+  }
+  return text;
+}
+
+// The rank whose error is largest in magnitude.
+const Json& WorstError(const Json& errors) {
+  const Json* worst = &errors[0];
+  for (const Json& e : errors) {
+    if (std::abs(e["bytes"].get<int64_t>()) >
+        std::abs((*worst)["bytes"].get<int64_t>())) {
+      worst = &e;
+    }
+  }
+  return *worst;
+}
+
 }  // namespace
 
 Json BuildSummary(const std::vector<Json>& ranks) {
@@ -32,22 +71,35 @@ Json BuildSummary(const std::vector<Json>& ranks) {
   Json categories = Json::object();
   for (Category c : kAllCategories) {
     const std::string name(CategoryName(c));
-    Json measured = Json::array();
-    Json peak = Json::array();
+    Json measured = Json::array(), peak = Json::array(),
+         predicted = Json::array(), error = Json::array();
     for (const Json& rank : ranks) {
-      measured.push_back(rank["categories"][name]["measured_bytes"]);
-      peak.push_back(rank["categories"][name]["peak_bytes"]);
+      const Json& entry = rank["categories"][name];
+      measured.push_back(entry["measured_bytes"]);
+      peak.push_back(entry["peak_bytes"]);
+      predicted.push_back(entry["predicted_bytes"]);
+      error.push_back(ErrorJson(entry[ComparedFigure(c)].get<int64_t>(),
+                                entry["predicted_bytes"].get<int64_t>()));
     }
-    categories[name] = Json{{"measured_bytes", measured}, {"peak_bytes", peak}};
+    categories[name] = Json{{"measured_bytes", measured},
+                            {"peak_bytes", peak},
+                            {"predicted_bytes", predicted},
+                            {"compared_with", ComparedFigure(c)},
+                            {"error", error}};
   }
   for (const Json& rank : ranks) {
-    per_rank.push_back(Json{{"rank", rank["context"]["rank"]},
-                            {"hostname", rank["context"]["hostname"]},
-                            {"parameters", rank["parameters"]},
-                            {"micro_batch", rank["micro_batch"]},
-                            {"peak", rank["peak"]},
-                            {"steps", rank["steps"]},
-                            {"redundancy", rank["redundancy"]}});
+    const Json& peak = rank["peak"];
+    per_rank.push_back(
+        Json{{"rank", rank["context"]["rank"]},
+             {"hostname", rank["context"]["hostname"]},
+             {"parameters", rank["parameters"]},
+             {"micro_batch", rank["micro_batch"]},
+             {"peak", peak},
+             {"peak_error",
+              ErrorJson(peak["total_bytes"].get<int64_t>(),
+                        peak["predicted"]["total_bytes"].get<int64_t>())},
+             {"steps", rank["steps"]},
+             {"redundancy", rank["redundancy"]}});
   }
   const Json& first = ranks.front();
   return Json{
@@ -76,40 +128,52 @@ std::string FormatSummaryTable(const Json& summary) {
       << summary["context"]["backend"].get<std::string>() << ", "
       << summary["context"]["device"].get<std::string>() << "), micro-batch "
       << ranks[0]["micro_batch"].get<int64_t>() << " per rank, "
-      << config["train"]["steps"].get<int64_t>() << " steps\n\n";
+      << config["train"]["steps"].get<int64_t>() << " steps\n"
+      << "each category's largest live bytes in a steady-state step "
+         "(temporaries: at the peak), predicted and measured; error = "
+         "measured - predicted (largest over ranks)\n\n";
 
-  out << Cell("%-16s", "category");
+  out << Cell("%-16s", "category") << Cell(" %11s", "predicted");
   for (const Json& rank : ranks) {
-    out << Cell(" %12s", "rank " + std::to_string(rank["rank"].get<int>()));
+    out << Cell(" %11s", "rank " + std::to_string(rank["rank"].get<int>()));
   }
-  out << Cell(" %8s", "bytes/P") << "\n";
+  out << Cell(" %-22s", "error") << Cell("%8s", "bytes/P") << "\n";
   for (Category c : kAllCategories) {
     const std::string name(CategoryName(c));
-    const Json& measured = summary["categories"][name]["measured_bytes"];
-    out << Cell("%-16s", name);
-    for (const Json& bytes : measured) {
-      out << Cell(" %12s", HumanBytes(bytes.get<int64_t>()));
+    const Json& entry = summary["categories"][name];
+    out << Cell("%-16s", name)
+        << Cell(" %11s",
+                HumanBytes(entry["predicted_bytes"][0].get<int64_t>()));
+    for (const Json& bytes : entry[ComparedFigure(c)]) {
+      out << Cell(" %11s", HumanBytes(bytes.get<int64_t>()));
     }
+    out << Cell(" %-22s", ErrorCell(WorstError(entry["error"])));
     const bool model_state =
         c == Category::kWeights || c == Category::kGradients ||
         c == Category::kOptimizerState || c == Category::kDdpBuckets;
     if (model_state && parameters > 0) {
       char ratio[32];
-      std::snprintf(
-          ratio, sizeof ratio, " %8.2f",
-          measured[0].get<double>() / static_cast<double>(parameters));
+      std::snprintf(ratio, sizeof ratio, "%8.2f",
+                    entry["peak_bytes"][0].get<double>() /
+                        static_cast<double>(parameters));
       out << ratio;
     }
     out << "\n";
   }
-  out << Cell("%-16s", "total at peak");
+  Json peak_errors = Json::array();
+  for (const Json& rank : ranks) peak_errors.push_back(rank["peak_error"]);
+  out << Cell("%-16s", "peak (all)")
+      << Cell(" %11s",
+              HumanBytes(
+                  ranks[0]["peak"]["predicted"]["total_bytes"].get<int64_t>()));
   for (const Json& rank : ranks) {
-    out << Cell(" %12s",
+    out << Cell(" %11s",
                 HumanBytes(rank["peak"]["total_bytes"].get<int64_t>()));
   }
-  out << "\n" << Cell("%-16s", "step 1 peak");
+  out << Cell(" %-22s", ErrorCell(WorstError(peak_errors)));
+  out << "\n" << Cell("%-16s", "step 1 peak") << Cell(" %11s", "");
   for (const Json& rank : ranks) {
-    out << Cell(" %12s",
+    out << Cell(" %11s",
                 HumanBytes(rank["steps"][0]["peak_bytes"].get<int64_t>()));
   }
   const Json& peak = ranks[0]["peak"];
@@ -117,6 +181,9 @@ std::string FormatSummaryTable(const Json& summary) {
       << HumanBytes(peak["total_bytes"].get<int64_t>()) << " ("
       << peak["total_bytes"].get<int64_t>() << " B) in step "
       << peak["step"].get<int>() << ", " << peak["phase"].get<std::string>()
+      << "; predicted "
+      << HumanBytes(peak["predicted"]["total_bytes"].get<int64_t>()) << " in "
+      << peak["predicted"]["phase"].get<std::string>()
       << " (steady state: steps " << peak["first_step"].get<int>()
       << " on; step 1 creates the gradients and optimizer state, DDP "
          "rebuilds its buckets once in step 2)\n";

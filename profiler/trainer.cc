@@ -62,6 +62,7 @@ RankReport RunRank(const RunConfig& config, ProcessGroup& group) {
   report.context.backend = "gloo";
   report.config = config;
   report.micro_batch = MicroBatch(config);
+  report.prediction = Predict(config);
   OwnershipMisses misses;
   // Bucket buffers: DDP buckets, or the gradients themselves when the
   // gradients are views into them.

@@ -78,8 +78,26 @@ TEST(CpuHook, SeesAutogradAndOpWorkspace) {
 }
 
 TEST(CpuHook, ZeroByteStoragesPassThrough) {
+  const int64_t count_before = MemoryTracker::Get().allocation_count();
   const torch::Tensor t = torch::empty({0}, torch::kFloat);
   EXPECT_EQ(t.numel(), 0);
+  EXPECT_EQ(MemoryTracker::Get().allocation_count(), count_before);
+}
+
+// oneDNN (the mkldnn convolution) frees a zero-byte raw_allocate with
+// raw_deallocate(nullptr); it is not a block and must not abort.
+TEST(CpuHook, RawDeallocateOfNullIsNotABlock) {
+  c10::Allocator* hook = CpuHookAllocator();
+  void* empty = hook->raw_allocate(0);
+  EXPECT_EQ(empty, nullptr);
+  const Stat before = MemoryTracker::Get().Total();
+  hook->raw_deallocate(empty);
+  EXPECT_EQ(MemoryTracker::Get().Total().current, before.current);
+  void* block = hook->raw_allocate(96);
+  ASSERT_NE(block, nullptr);
+  EXPECT_EQ(MemoryTracker::Get().Total().current, before.current + 96);
+  hook->raw_deallocate(block);
+  EXPECT_EQ(MemoryTracker::Get().Total().current, before.current);
 }
 
 }  // namespace

@@ -1,0 +1,61 @@
+// GPT-2 (Radford et al. 2019) in the LibTorch C++ API: token and learned
+// position embeddings, pre-LayerNorm blocks of causal self-attention and a
+// 4x MLP with tanh-GELU, a final LayerNorm, and an output projection tied to
+// the token embedding. Parameter names follow the published checkpoints
+// ("h.0.attn.c_attn.weight"); models/gpt_table.cc is its size table.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "models/model.h"
+
+namespace memprof {
+
+class GptBlockImpl : public torch::nn::Module {
+ public:
+  explicit GptBlockImpl(const GptConfig& config);
+  // x: [B, T, d]; causal_mask: [T, T] bool, true above the diagonal.
+  torch::Tensor forward(const torch::Tensor& x,
+                        const torch::Tensor& causal_mask);
+
+ private:
+  torch::Tensor Attention(const torch::Tensor& x,
+                          const torch::Tensor& causal_mask);
+  torch::Tensor Dropout(const torch::Tensor& x);
+
+  int64_t heads_;
+  double dropout_;
+  torch::nn::LayerNorm ln_1_{nullptr}, ln_2_{nullptr};
+  torch::nn::Linear c_attn_{nullptr}, attn_proj_{nullptr};
+  torch::nn::Linear c_fc_{nullptr}, mlp_proj_{nullptr};
+};
+TORCH_MODULE(GptBlock);
+
+class GptImpl : public torch::nn::Module {
+ public:
+  explicit GptImpl(const GptConfig& config);
+  // token_ids: [B, T] int64 -> logits [B, T, V].
+  torch::Tensor forward(const torch::Tensor& token_ids);
+
+ private:
+  double dropout_;
+  torch::nn::Embedding wte_{nullptr}, wpe_{nullptr};
+  torch::nn::ModuleList h_;
+  torch::nn::LayerNorm ln_f_{nullptr};
+};
+TORCH_MODULE(Gpt);
+
+class GptModel final : public TrainableModel {
+ public:
+  explicit GptModel(const GptConfig& config);
+  torch::nn::Module& module() override { return *gpt_; }
+  // Random token ids and next-token targets, [B, T] each.
+  Batch MakeBatch(int64_t micro_batch) override;
+  torch::Tensor Loss(const Batch& batch) override;
+
+ private:
+  GptConfig config_;
+  Gpt gpt_;
+};
+
+}  // namespace memprof

@@ -1,0 +1,109 @@
+// GPT-2's size table (models/gpt.h builds the module). Note [GPT saved
+// tensors] lists what each op keeps for backward in LibTorch's CPU kernels.
+#include <string>
+
+#include "models/size_table.h"
+
+namespace memprof {
+
+// Note [GPT saved tensors]
+// Per block, with x the residual stream [B, T, d]:
+//   ln_1      native_layer_norm keeps its input x and mean, rstd [B, T, 1]
+//   c_attn    addmm keeps its input, ln_1's output [B, T, d]
+//   q @ k^T   matmul reshapes the strided q, k views of c_attn's output to
+//             [B*h, T, d/h] and [B*h, d/h, T]: two copies, both kept by bmm
+//   softmax   keeps its output [B, h, T, T] (masked_fill keeps the mask,
+//             one [T, T] bool shared by all blocks; the scaling keeps nothing)
+//   att @ v   bmm keeps the softmax output (a view) and a copy of v
+//   c_proj    addmm keeps the re-assembled heads y [B, T, d]
+//   ln_2      keeps its input (x after attention) and mean, rstd
+//   c_fc      keeps ln_2's output [B, T, d]
+//   gelu      keeps its input, c_fc's output [B, T, 4d]
+//   c_proj    keeps gelu's output [B, T, 4d]
+// The residual adds keep nothing. With dropout p > 0, each dropout keeps its
+// float32 noise (the size of its input); the attention dropout's output is
+// kept by att @ v in place of the softmax output (which softmax still keeps).
+// Outside the blocks: the position indices [T] (int64, embedding), ln_f's
+// input, mean, rstd and output (kept by the tied output projection's mm),
+// log_softmax's output [B*T, V] (the logits themselves are not kept), and
+// nll_loss's total_weight and the loss, one float each. The token
+// embedding keeps the token ids, which are an input.
+SizeTable GptSizeTable(const GptConfig& c, int64_t b) {
+  SizeTable t;
+  t.symbols =
+      "B = micro-batch, T = gpt.seq_len, d = gpt.d_model, "
+      "h = gpt.heads, L = gpt.layers, V = gpt.vocab";
+  const auto p = RowKind::kParameter, s = RowKind::kSaved;
+  const int64_t d = c.d_model, T = c.seq_len, h = c.heads, hd = d / h;
+  const bool dropout = c.dropout > 0;
+
+  t.Add("wte.weight", p, {c.vocab, d}, "[V, d]");
+  t.Add("wpe.weight", p, {T, d}, "[T, d]");
+  for (int64_t i = 0; i < c.layers; ++i) {
+    const std::string n = "h." + std::to_string(i) + ".";
+    t.Add(n + "ln_1.weight", p, {d}, "[d]");
+    t.Add(n + "ln_1.bias", p, {d}, "[d]");
+    t.Add(n + "attn.c_attn.weight", p, {3 * d, d}, "[3d, d]");
+    t.Add(n + "attn.c_attn.bias", p, {3 * d}, "[3d]");
+    t.Add(n + "attn.c_proj.weight", p, {d, d}, "[d, d]");
+    t.Add(n + "attn.c_proj.bias", p, {d}, "[d]");
+    t.Add(n + "ln_2.weight", p, {d}, "[d]");
+    t.Add(n + "ln_2.bias", p, {d}, "[d]");
+    t.Add(n + "mlp.c_fc.weight", p, {4 * d, d}, "[4d, d]");
+    t.Add(n + "mlp.c_fc.bias", p, {4 * d}, "[4d]");
+    t.Add(n + "mlp.c_proj.weight", p, {d, 4 * d}, "[d, 4d]");
+    t.Add(n + "mlp.c_proj.bias", p, {d}, "[d]");
+  }
+  t.Add("ln_f.weight", p, {d}, "[d]");
+  t.Add("ln_f.bias", p, {d}, "[d]");
+  // The output projection is wte.weight itself (tied): no row of its own.
+
+  t.Add("positions", s, {T}, "[T]", Dtype::kInt64);
+  t.Add("causal mask", s, {T, T}, "[T, T]", Dtype::kBool);
+  if (dropout) t.Add("embedding dropout noise", s, {b, T, d}, "[B, T, d]");
+  for (int64_t i = 0; i < c.layers; ++i) {
+    const std::string n = "h." + std::to_string(i) + ".";
+    t.Add(n + "ln_1 input (residual)", s, {b, T, d}, "[B, T, d]");
+    t.Add(n + "ln_1 mean", s, {b, T, 1}, "[B, T, 1]");
+    t.Add(n + "ln_1 rstd", s, {b, T, 1}, "[B, T, 1]");
+    t.Add(n + "ln_1 output (c_attn input)", s, {b, T, d}, "[B, T, d]");
+    t.Add(n + "attn q copy", s, {b * h, T, hd}, "[B*h, T, d/h]");
+    t.Add(n + "attn k^T copy", s, {b * h, hd, T}, "[B*h, d/h, T]");
+    t.Add(n + "attn softmax output", s, {b, h, T, T}, "[B, h, T, T]");
+    if (dropout) {
+      t.Add(n + "attn dropout noise", s, {b, h, T, T}, "[B, h, T, T]");
+      t.Add(n + "attn dropout output", s, {b, h, T, T}, "[B, h, T, T]");
+    }
+    t.Add(n + "attn v copy", s, {b * h, T, hd}, "[B*h, T, d/h]");
+    t.Add(n + "attn heads (c_proj input)", s, {b, T, d}, "[B, T, d]");
+    if (dropout)
+      t.Add(n + "attn residual dropout noise", s, {b, T, d}, "[B, T, d]");
+    t.Add(n + "ln_2 input (residual)", s, {b, T, d}, "[B, T, d]");
+    t.Add(n + "ln_2 mean", s, {b, T, 1}, "[B, T, 1]");
+    t.Add(n + "ln_2 rstd", s, {b, T, 1}, "[B, T, 1]");
+    t.Add(n + "ln_2 output (c_fc input)", s, {b, T, d}, "[B, T, d]");
+    t.Add(n + "mlp c_fc output (gelu input)", s, {b, T, 4 * d}, "[B, T, 4d]");
+    t.Add(n + "mlp gelu output (c_proj input)", s, {b, T, 4 * d}, "[B, T, 4d]");
+    if (dropout)
+      t.Add(n + "mlp residual dropout noise", s, {b, T, d}, "[B, T, d]");
+  }
+  t.Add("ln_f input (residual)", s, {b, T, d}, "[B, T, d]");
+  t.Add("ln_f mean", s, {b, T, 1}, "[B, T, 1]");
+  t.Add("ln_f rstd", s, {b, T, 1}, "[B, T, 1]");
+  t.Add("ln_f output (lm head input)", s, {b, T, d}, "[B, T, d]");
+  t.Add("log_softmax output", s, {b * T, c.vocab}, "[B*T, V]");
+  t.Add("nll_loss total_weight", s, {}, "[]");
+  t.Add("loss", s, {}, "[]");
+
+  // Backward peaks at its first nodes: nll_loss's gradient and
+  // log_softmax's, both [B*T, V], live together with every saved tensor.
+  t.Add("nll_loss gradient", RowKind::kWorkspace, {b * T, c.vocab}, "[B*T, V]");
+  t.Add("log_softmax gradient", RowKind::kWorkspace, {b * T, c.vocab},
+        "[B*T, V]");
+
+  t.Add("token ids", RowKind::kInput, {b, T}, "[B, T]", Dtype::kInt64);
+  t.Add("targets", RowKind::kInput, {b, T}, "[B, T]", Dtype::kInt64);
+  return t;
+}
+
+}  // namespace memprof

@@ -1,0 +1,49 @@
+// The MLP's size table (models/mlp.h builds the module).
+#include <string>
+
+#include "models/size_table.h"
+
+namespace memprof {
+
+SizeTable MlpSizeTable(const MlpConfig& c, int64_t b) {
+  SizeTable t;
+  t.symbols =
+      "B = micro-batch, I = mlp.input, H = mlp.hidden, "
+      "D = mlp.depth, O = mlp.output";
+  const auto p = RowKind::kParameter, s = RowKind::kSaved;
+  // Sequential: Linear at even indices, ReLU between them.
+  int64_t width = c.input;
+  std::string width_terms = "I";
+  for (int64_t i = 0; i < c.depth; ++i) {
+    const std::string name = "layers." + std::to_string(2 * i);
+    t.Add(name + ".weight", p, {c.hidden, width}, "[H, " + width_terms + "]");
+    t.Add(name + ".bias", p, {c.hidden}, "[H]");
+    width = c.hidden;
+    width_terms = "H";
+  }
+  const std::string last = "layers." + std::to_string(2 * c.depth);
+  t.Add(last + ".weight", p, {c.output, width}, "[O, " + width_terms + "]");
+  t.Add(last + ".bias", p, {c.output}, "[O]");
+
+  // Each ReLU keeps its output (threshold_backward needs it); the next
+  // Linear's addmm keeps the same tensor as its input. The first Linear keeps
+  // the batch, which is an input. The logits are not kept: log_softmax keeps
+  // its output instead.
+  for (int64_t i = 0; i < c.depth; ++i) {
+    t.Add("relu " + std::to_string(i) + " output", s, {b, c.hidden}, "[B, H]");
+  }
+  t.Add("log_softmax output", s, {b, c.output}, "[B, O]");
+  t.Add("nll_loss total_weight", s, {}, "[]");
+  t.Add("loss", s, {}, "[]");
+
+  // Backward starts with nll_loss's and then log_softmax's gradient, both
+  // live while log_softmax's backward runs, with every saved tensor.
+  t.Add("nll_loss gradient", RowKind::kWorkspace, {b, c.output}, "[B, O]");
+  t.Add("log_softmax gradient", RowKind::kWorkspace, {b, c.output}, "[B, O]");
+
+  t.Add("input", RowKind::kInput, {b, c.input}, "[B, I]");
+  t.Add("target", RowKind::kInput, {b}, "[B]", Dtype::kInt64);
+  return t;
+}
+
+}  // namespace memprof

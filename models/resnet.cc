@@ -1,0 +1,103 @@
+#include "models/resnet.h"
+
+#include <string>
+
+#include "models/resnet_table.h"
+
+namespace memprof {
+namespace nn = torch::nn;
+namespace {
+
+nn::Conv2d Conv(int64_t in, int64_t out, int64_t kernel, int64_t stride) {
+  return nn::Conv2d(nn::Conv2dOptions(in, out, kernel)
+                        .stride(stride)
+                        .padding(kernel / 2)
+                        .bias(false));
+}
+
+}  // namespace
+
+ResnetBlockImpl::ResnetBlockImpl(bool bottleneck, int64_t in, int64_t width,
+                                 int64_t stride) {
+  // (in, out, kernel, stride) of each convolution, torchvision v1.5.
+  struct Spec {
+    int64_t in, out, kernel, stride;
+  };
+  std::vector<Spec> specs;
+  int64_t out = width;
+  if (bottleneck) {
+    out = 4 * width;
+    specs = {{in, width, 1, 1}, {width, width, 3, stride}, {width, out, 1, 1}};
+  } else {
+    specs = {{in, width, 3, stride}, {width, width, 3, 1}};
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const Spec& s = specs[i];
+    const std::string n = std::to_string(i + 1);
+    auto conv =
+        register_module("conv" + n, Conv(s.in, s.out, s.kernel, s.stride));
+    auto bn = register_module("bn" + n, nn::BatchNorm2d(s.out));
+    layers_.emplace_back(conv, bn);
+  }
+  if (stride != 1 || in != out) {
+    downsample_ = register_module(
+        "downsample", nn::Sequential(Conv(in, out, /*kernel=*/1, stride),
+                                     nn::BatchNorm2d(out)));
+  }
+}
+
+torch::Tensor ResnetBlockImpl::forward(const torch::Tensor& x) {
+  torch::Tensor y = x;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    y = layers_[i].second(layers_[i].first(y));
+    if (i + 1 < layers_.size()) y.relu_();
+  }
+  y += downsample_ ? downsample_->forward(x) : x;
+  return y.relu_();
+}
+
+ResnetImpl::ResnetImpl(const ResnetConfig& c) {
+  const ResnetStages stages = *ResnetStagesOf(c.depth);
+  conv1_ = register_module(
+      "conv1",
+      nn::Conv2d(
+          nn::Conv2dOptions(3, c.width, 7).stride(2).padding(3).bias(false)));
+  bn1_ = register_module("bn1", nn::BatchNorm2d(c.width));
+  int64_t in = c.width;
+  for (int stage = 0; stage < 4; ++stage) {
+    const int64_t width = c.width << stage;
+    nn::Sequential blocks;
+    for (int64_t j = 0; j < stages.blocks[stage]; ++j) {
+      const int64_t stride = (stage > 0 && j == 0) ? 2 : 1;
+      blocks->push_back(ResnetBlock(stages.bottleneck, in, width, stride));
+      in = width * stages.expansion();
+    }
+    stages_.push_back(
+        register_module("layer" + std::to_string(stage + 1), blocks));
+  }
+  fc_ = register_module("fc", nn::Linear(in, c.classes));
+}
+
+torch::Tensor ResnetImpl::forward(const torch::Tensor& images) {
+  torch::Tensor x = bn1_(conv1_(images)).relu_();
+  x = torch::max_pool2d(x, /*kernel_size=*/3, /*stride=*/2, /*padding=*/1);
+  for (nn::Sequential& stage : stages_) x = stage->forward(x);
+  x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
+  return fc_(x);
+}
+
+ResnetModel::ResnetModel(const ResnetConfig& config)
+    : config_(config), resnet_(config) {}
+
+Batch ResnetModel::MakeBatch(int64_t micro_batch) {
+  return Batch{
+      torch::randn({micro_batch, 3, config_.resolution, config_.resolution}),
+      torch::randint(config_.classes, {micro_batch}, torch::kLong)};
+}
+
+torch::Tensor ResnetModel::Loss(const Batch& batch) {
+  return torch::nn::functional::cross_entropy(resnet_->forward(batch.input),
+                                              batch.target);
+}
+
+}  // namespace memprof

@@ -1,0 +1,239 @@
+// ResNet's shape arithmetic and size table (models/resnet.h builds the
+// module). Note [ResNet saved tensors] lists what each op keeps.
+#include "models/resnet_table.h"
+
+#include <string>
+
+#include "models/size_table.h"
+
+namespace memprof {
+
+std::optional<ResnetStages> ResnetStagesOf(int64_t depth) {
+  switch (depth) {
+    case 18:
+      return ResnetStages{false, {2, 2, 2, 2}};
+    case 34:
+      return ResnetStages{false, {3, 4, 6, 3}};
+    case 50:
+      return ResnetStages{true, {3, 4, 6, 3}};
+    case 101:
+      return ResnetStages{true, {3, 4, 23, 3}};
+    case 152:
+      return ResnetStages{true, {3, 8, 36, 3}};
+  }
+  return std::nullopt;
+}
+
+ResnetResolutions ResnetResolutionsOf(int64_t resolution) {
+  ResnetResolutions r;
+  r.stem = ConvOutput(resolution, /*k=*/7, /*stride=*/2, /*padding=*/3);
+  r.pooled = ConvOutput(r.stem, /*k=*/3, /*stride=*/2, /*padding=*/1);
+  int64_t side = r.pooled;
+  for (int stage = 0; stage < 4; ++stage) {
+    if (stage > 0)
+      side = ConvOutput(side, /*k=*/3, /*stride=*/2, /*padding=*/1);
+    r.stage[stage] = side;
+  }
+  return r;
+}
+
+namespace {
+
+// Rows of one BatchNorm2d over c channels: parameters, then buffers.
+void AddBatchNorm(SizeTable& t, const std::string& name, int64_t c,
+                  const std::string& terms) {
+  t.Add(name + ".weight", RowKind::kParameter, {c}, "[" + terms + "]");
+  t.Add(name + ".bias", RowKind::kParameter, {c}, "[" + terms + "]");
+}
+
+void AddBatchNormBuffers(SizeTable& t, const std::string& name, int64_t c,
+                         const std::string& terms) {
+  t.Add(name + ".running_mean", RowKind::kBuffer, {c}, "[" + terms + "]");
+  t.Add(name + ".running_var", RowKind::kBuffer, {c}, "[" + terms + "]");
+  t.Add(name + ".num_batches_tracked", RowKind::kBuffer, {}, "[]",
+        Dtype::kInt64);
+}
+
+// A BatchNorm in training keeps its input and per-channel mean and inverse
+// standard deviation.
+void AddBatchNormSaved(SizeTable& t, const std::string& name, int64_t b,
+                       int64_t c, int64_t side, const std::string& c_terms,
+                       const std::string& side_terms) {
+  t.Add(name + " input", RowKind::kSaved, {b, c, side, side},
+        "[B, " + c_terms + ", " + side_terms + ", " + side_terms + "]");
+  t.Add(name + " save_mean", RowKind::kSaved, {c}, "[" + c_terms + "]");
+  t.Add(name + " save_invstd", RowKind::kSaved, {c}, "[" + c_terms + "]");
+}
+
+}  // namespace
+
+// Note [ResNet saved tensors]
+// conv -> BatchNorm -> ReLU, with the ReLU in place as in torchvision:
+//   conv       keeps its input (the previous ReLU's output, kept anyway)
+//   BatchNorm  keeps its input (the conv's output) and save_mean,
+//              save_invstd [C]; its output is not kept
+//   relu_      rewrites BatchNorm's output and keeps it (threshold_backward)
+// So each conv-BN-ReLU keeps two feature maps. A block's last BatchNorm output
+// gets the shortcut added in place, then relu_ keeps it: the block output.
+// A downsample shortcut keeps its conv's output (its BatchNorm's input).
+// The stem's max-pool keeps int64 indices of its output's size and its output
+// (the first block's input); global average pooling over 1x1 output is a
+// mean, which keeps nothing, and fc keeps the pooled [B, C] features. Then
+// log_softmax's output [B, classes], nll_loss's total_weight and the loss.
+SizeTable ResnetSizeTable(const ResnetConfig& c, int64_t b) {
+  SizeTable t;
+  t.symbols =
+      "B = micro-batch, R = resnet.resolution, w = resnet.width, "
+      "K = resnet.classes; S0..S4: feature-map sides";
+  const ResnetStages stages = *ResnetStagesOf(c.depth);
+  const ResnetResolutions res = ResnetResolutionsOf(c.resolution);
+  const int64_t e = stages.expansion();
+  const auto p = RowKind::kParameter, s = RowKind::kSaved;
+  auto mult = [](int64_t m) {
+    return m == 1 ? std::string("w") : std::to_string(m) + "w";
+  };
+
+  // Parameters and buffers, in registration order: each module's own
+  // parameters (the convolutions have no bias), then its children.
+  t.Add("conv1.weight", p, {c.width, 3, 7, 7}, "[w, 3, 7, 7]");
+  AddBatchNorm(t, "bn1", c.width, "w");
+  std::vector<std::string> buffer_owners = {"bn1"};
+  std::vector<std::pair<int64_t, std::string>> buffer_widths = {{c.width, "w"}};
+  int64_t in = c.width;
+  std::string in_terms = "w";
+  for (int stage = 0; stage < 4; ++stage) {
+    const int64_t mw = int64_t{1} << stage;  // stage width in units of w
+    const int64_t width = c.width * mw;
+    for (int64_t j = 0; j < stages.blocks[stage]; ++j) {
+      const std::string n =
+          "layer" + std::to_string(stage + 1) + "." + std::to_string(j) + ".";
+      const int64_t out = width * e;
+      if (stages.bottleneck) {
+        t.Add(n + "conv1.weight", p, {width, in, 1, 1},
+              "[" + mult(mw) + ", " + in_terms + ", 1, 1]");
+        AddBatchNorm(t, n + "bn1", width, mult(mw));
+        t.Add(n + "conv2.weight", p, {width, width, 3, 3},
+              "[" + mult(mw) + ", " + mult(mw) + ", 3, 3]");
+        AddBatchNorm(t, n + "bn2", width, mult(mw));
+        t.Add(n + "conv3.weight", p, {out, width, 1, 1},
+              "[" + mult(mw * e) + ", " + mult(mw) + ", 1, 1]");
+        AddBatchNorm(t, n + "bn3", out, mult(mw * e));
+        buffer_owners.insert(buffer_owners.end(),
+                             {n + "bn1", n + "bn2", n + "bn3"});
+        buffer_widths.insert(
+            buffer_widths.end(),
+            {{width, mult(mw)}, {width, mult(mw)}, {out, mult(mw * e)}});
+      } else {
+        t.Add(n + "conv1.weight", p, {width, in, 3, 3},
+              "[" + mult(mw) + ", " + in_terms + ", 3, 3]");
+        AddBatchNorm(t, n + "bn1", width, mult(mw));
+        t.Add(n + "conv2.weight", p, {width, width, 3, 3},
+              "[" + mult(mw) + ", " + mult(mw) + ", 3, 3]");
+        AddBatchNorm(t, n + "bn2", width, mult(mw));
+        buffer_owners.insert(buffer_owners.end(), {n + "bn1", n + "bn2"});
+        buffer_widths.insert(buffer_widths.end(),
+                             {{width, mult(mw)}, {width, mult(mw)}});
+      }
+      const bool downsample = j == 0 && (stage > 0 || in != out);
+      if (downsample) {
+        t.Add(n + "downsample.0.weight", p, {out, in, 1, 1},
+              "[" + mult(mw * e) + ", " + in_terms + ", 1, 1]");
+        AddBatchNorm(t, n + "downsample.1", out, mult(mw * e));
+        buffer_owners.push_back(n + "downsample.1");
+        buffer_widths.push_back({out, mult(mw * e)});
+      }
+      in = out;
+      in_terms = mult(mw * e);
+    }
+  }
+  t.Add("fc.weight", p, {c.classes, in}, "[K, " + in_terms + "]");
+  t.Add("fc.bias", p, {c.classes}, "[K]");
+  for (size_t i = 0; i < buffer_owners.size(); ++i) {
+    AddBatchNormBuffers(t, buffer_owners[i], buffer_widths[i].first,
+                        buffer_widths[i].second);
+  }
+
+  // Saved for backward (Note [ResNet saved tensors]).
+  AddBatchNormSaved(t, "bn1", b, c.width, res.stem, "w", "S0");
+  t.Add("relu output (maxpool input)", s, {b, c.width, res.stem, res.stem},
+        "[B, w, S0, S0]");
+  t.Add("maxpool indices", s, {b, c.width, res.pooled, res.pooled},
+        "[B, w, S1, S1]", Dtype::kInt64);
+  t.Add("maxpool output (layer1 input)", s,
+        {b, c.width, res.pooled, res.pooled}, "[B, w, S1, S1]");
+  in = c.width;
+  int64_t side_in = res.pooled;
+  for (int stage = 0; stage < 4; ++stage) {
+    const int64_t mw = int64_t{1} << stage;
+    const int64_t width = c.width * mw;
+    const int64_t out = width * e;
+    const int64_t side = res.stage[stage];
+    const std::string S = "S" + std::to_string(stage + 1);
+    for (int64_t j = 0; j < stages.blocks[stage]; ++j) {
+      const std::string Sin = side_in == side ? S : "S" + std::to_string(stage);
+      const std::string n =
+          "layer" + std::to_string(stage + 1) + "." + std::to_string(j) + ".";
+      // In a stage's first block the stride-2 conv halves the side.
+      const int64_t first_side = stages.bottleneck ? side_in : side;
+      const std::string first_terms = stages.bottleneck ? Sin : S;
+      AddBatchNormSaved(t, n + "bn1", b, width, first_side, mult(mw),
+                        first_terms);
+      t.Add(n + "relu1 output (conv2 input)", s,
+            {b, width, first_side, first_side},
+            "[B, " + mult(mw) + ", " + first_terms + ", " + first_terms + "]");
+      AddBatchNormSaved(t, n + "bn2", b, width, side, mult(mw), S);
+      if (stages.bottleneck) {
+        t.Add(n + "relu2 output (conv3 input)", s, {b, width, side, side},
+              "[B, " + mult(mw) + ", " + S + ", " + S + "]");
+        AddBatchNormSaved(t, n + "bn3", b, out, side, mult(mw * e), S);
+      }
+      if (j == 0 && (stage > 0 || in != out)) {
+        AddBatchNormSaved(t, n + "downsample.1", b, out, side, mult(mw * e), S);
+      }
+      t.Add(n + "block output", s, {b, out, side, side},
+            "[B, " + mult(mw * e) + ", " + S + ", " + S + "]");
+      in = out;
+      side_in = side;
+    }
+  }
+  t.Add("pooled features (fc input)", s, {b, in}, "[B, " + in_terms + "]");
+  t.Add("log_softmax output", s, {b, c.classes}, "[B, K]");
+  t.Add("nll_loss total_weight", s, {}, "[]");
+  t.Add("loss", s, {}, "[]");
+
+  // Backward peaks in the last stage, with nearly every saved tensor still
+  // live, at its largest convolution: oneDNN's backward-data copy of the
+  // weight in its own layout and the weight gradient, plus three gradients of
+  // the last block's output size. Measured on oneDNN convolutions; at 1x1 or
+  // 2x2 last-stage maps oneDNN adds a backward-weights scratchpad (per
+  // thread) that this table does not predict (README "Prediction").
+  int64_t largest_conv = 0;
+  std::vector<int64_t> largest_shape;
+  std::string largest_terms;
+  for (const SizeRow& row : t.rows) {
+    if (row.kind == RowKind::kParameter && row.name.rfind("layer4.", 0) == 0 &&
+        row.shape.size() == 4 && row.Elements() > largest_conv) {
+      largest_conv = row.Elements();
+      largest_shape = row.shape;
+      largest_terms = row.terms;
+    }
+  }
+  const std::string last_map = "[B, " + mult(8 * e) + ", S4, S4]";
+  const int64_t side4 = res.stage[3];
+  t.Add("largest last-stage conv weight, oneDNN layout", RowKind::kWorkspace,
+        largest_shape, largest_terms);
+  t.Add("its weight gradient", RowKind::kWorkspace, largest_shape,
+        largest_terms);
+  for (const char* name :
+       {"block output gradient", "relu gradient", "BatchNorm input gradient"}) {
+    t.Add(std::string("last block: ") + name, RowKind::kWorkspace,
+          {b, in, side4, side4}, last_map);
+  }
+
+  t.Add("images", RowKind::kInput, {b, 3, c.resolution, c.resolution},
+        "[B, 3, R, R]");
+  t.Add("labels", RowKind::kInput, {b}, "[B]", Dtype::kInt64);
+  return t;
+}
+
+}  // namespace memprof

@@ -1,0 +1,62 @@
+// A model's size table, after llm.c's fill_in_parameter_sizes and
+// fill_in_activation_sizes: one row per parameter tensor, module buffer,
+// tensor saved for backward and input tensor, with its shape in the
+// config's terms and its dtype, plus the transient tensors live at the
+// moment the model's backward peaks (its workspace). The prediction
+// (profiler/prediction.h) is a sum over this table; tests keep it in step with
+// the built modules. Pure arithmetic: no tensors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "profiler/run_config.h"
+
+namespace memprof {
+
+enum class RowKind : uint8_t {
+  kParameter,  // weights; also gradients x1, Adam x2, DDP buckets x1
+  kBuffer,     // module buffer: weights, no gradient
+  kSaved,      // saved for backward: activations
+  kInput,      // the batch: inputs
+  kWorkspace,  // transient at the predicted backward peak: temporaries
+};
+
+enum class Dtype : uint8_t { kFloat32, kInt64, kBool };
+
+int64_t DtypeBytes(Dtype dtype);
+const char* DtypeName(Dtype dtype);
+
+struct SizeRow {
+  std::string name;  // parameters and buffers: as named_parameters() names them
+  RowKind kind = RowKind::kParameter;
+  std::vector<int64_t> shape;
+  std::string terms;  // the shape in the config's symbols: "[3d, d]"
+  Dtype dtype = Dtype::kFloat32;
+
+  int64_t Elements() const;
+  int64_t Bytes() const;
+};
+
+struct SizeTable {
+  std::string symbols;  // what the symbols in `terms` stand for
+  std::vector<SizeRow> rows;
+
+  void Add(std::string name, RowKind kind, std::vector<int64_t> shape,
+           std::string terms, Dtype dtype = Dtype::kFloat32);
+  int64_t Elements(RowKind kind) const;
+  int64_t Bytes(RowKind kind) const;
+  // The largest single parameter tensor, in bytes.
+  int64_t LargestParameterBytes() const;
+};
+
+// The table of config.model at `micro_batch` samples per rank. Expects a
+// validated config.
+SizeTable BuildSizeTable(const RunConfig& config, int64_t micro_batch);
+
+SizeTable MlpSizeTable(const MlpConfig& config, int64_t micro_batch);
+SizeTable GptSizeTable(const GptConfig& config, int64_t micro_batch);
+SizeTable ResnetSizeTable(const ResnetConfig& config, int64_t micro_batch);
+
+}  // namespace memprof
