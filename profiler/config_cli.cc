@@ -378,7 +378,10 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
   flags.add_options()("help,h", "print this help")(
       "out", po::value(&args.out_dir), "output directory (default: out)")(
       "check", po::value(&args.check.baseline_path),
-      "after the run, gate it on this baseline (as memprof check)");
+      "after the run, gate it on this baseline (as memprof check)")(
+      "no-hook", po::bool_switch(&args.no_hook),
+      "train without the allocator hook, to time its cost: step times "
+      "only, no memory figures (bench/step_overhead_bench)");
   flags.add(GateFlags(args.check, gate));
   po::variables_map cli;
   if (!ParseRunConfigWords(
@@ -387,6 +390,11 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
           args.config, cli, args.help_text)) {
     args.help = true;
     return args;
+  }
+  if (args.no_hook && cli.count("check")) {
+    throw InputError(
+        "--no-hook measures no memory, so there is nothing to "
+        "--check; drop one of them");
   }
   if (cli.count("check") && args.check.baseline_path.empty()) {
     throw InputError("--check needs a baseline file");

@@ -29,6 +29,7 @@ struct ProfileArgs {
   std::string out_dir = "out";
   CheckOptions check;
   std::vector<std::string> words;  // as given, for launched ranks
+  bool no_hook = false;  // --no-hook: step times only (main() reads it too)
   bool help = false;
   std::string help_text;
 };

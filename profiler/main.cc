@@ -86,9 +86,18 @@ std::string Origin() {
 
 }  // namespace
 
+// `memprof profile ... --no-hook` times training without the hook.
+bool WithoutHook(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) != "profile") return false;
+  for (int i = 2; i < argc; ++i) {
+    if (std::string(argv[i]) == "--no-hook") return true;
+  }
+  return false;
+}
+
 int main(int argc, char** argv) {
   // Before anything can make a tensor: every block must be seen.
-  memprof::InstallCpuHook();
+  if (!WithoutHook(argc, argv)) memprof::InstallCpuHook();
   try {
     return Main(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const memprof::InputError& e) {

@@ -56,8 +56,11 @@ std::unique_ptr<ProcessGroup> SoloGroup(int64_t timeout_s) {
 // Returns every rank's report (rank 0) or nothing (other ranks).
 std::vector<std::string> RunThisRank(const RunConfig& config,
                                      const std::string& out_dir,
-                                     ProcessGroup& group) {
+                                     ProcessGroup& group, bool no_hook) {
   const RankReport report = RunRank(config, group);
+  if (!report.hooked && !no_hook) {
+    throw RunFailure("the allocator hook is not installed");  // a bug
+  }
   const std::string rank_json = ToJson(report).dump(2) + "\n";
   Write(fs::path(out_dir) / ("rank-" + std::to_string(group.rank()) + ".json"),
         rank_json);
@@ -65,6 +68,12 @@ std::vector<std::string> RunThisRank(const RunConfig& config,
   // shared filesystem.
   std::vector<std::string> all = group.AllGather(rank_json);
   if (group.rank() != 0) return {};
+  if (no_hook) {
+    std::cout << FormatStepTimes(nlohmann::ordered_json::parse(all[0]))
+              << "reports: " << out_dir << "/ (--no-hook: step times only)\n"
+              << std::flush;
+    return all;
+  }
   std::vector<nlohmann::ordered_json> ranks;
   for (const std::string& text : all) {
     ranks.push_back(nlohmann::ordered_json::parse(text));
@@ -122,7 +131,7 @@ int RunProfileCommand(const ProfileArgs& args) {
   }
   std::vector<std::string> reports;
   try {
-    reports = RunThisRank(config, args.out_dir, *group);
+    reports = RunThisRank(config, args.out_dir, *group, args.no_hook);
   } catch (...) {
     group->Abandon();  // peers may be gone: do not wait for them in teardown
     throw;

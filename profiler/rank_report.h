@@ -30,6 +30,7 @@ struct StepRecord {
 
 struct RankReport {
   RankContext context;
+  bool hooked = true;  // false: --no-hook, no memory figures
   RunConfig config;
   int64_t parameters = 0;  // number of parameter elements (P)
   int64_t micro_batch = 0;

@@ -1,5 +1,6 @@
 #include "profiler/summary.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -115,6 +116,23 @@ Json BuildSummary(const std::vector<Json>& ranks) {
       {"categories", categories},
       {"ranks", per_rank},
   };
+}
+
+std::string FormatStepTimes(const Json& rank) {
+  std::vector<double> seconds;
+  for (const Json& step : rank["steps"]) {
+    if (step["steady_state"].get<bool>()) {
+      seconds.push_back(step["seconds"].get<double>());
+    }
+  }
+  std::sort(seconds.begin(), seconds.end());
+  char line[160];
+  std::snprintf(line, sizeof line,
+                "memprof: %zu steady-state steps, median %.3f ms per step "
+                "(rank 0)\n",
+                seconds.size(),
+                seconds.empty() ? 0.0 : 1e3 * seconds[seconds.size() / 2]);
+  return line;
 }
 
 std::string FormatSummaryTable(const Json& summary) {

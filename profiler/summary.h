@@ -15,6 +15,10 @@ inline constexpr const char* kSummarySchema = "memprof.summary/1";
 nlohmann::ordered_json BuildSummary(
     const std::vector<nlohmann::ordered_json>& ranks);
 
+// One line: the steady-state steps' median time of a rank report (the
+// whole output of a --no-hook run).
+std::string FormatStepTimes(const nlohmann::ordered_json& rank);
+
 // One row per category, one column per rank, then the peak and the
 // redundancy audit in words.
 std::string FormatSummaryTable(const nlohmann::ordered_json& summary);

@@ -1,7 +1,8 @@
 // One rank's training run under the hook: builds the model, wraps it in
 // real DDP (DdpEngine over `group`), trains K steps with the configured
 // optimizer, audits redundancy across ranks, and returns the rank's report.
-// Requires InstallCpuHook() before any tensor was made.
+// Measures memory when InstallCpuHook() ran before any tensor was made;
+// without the hook (profile --no-hook) only the step times mean anything.
 #pragma once
 
 #include "profiler/ddp_engine.h"

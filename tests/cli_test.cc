@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "tests/run_command.h"
 
@@ -91,6 +92,69 @@ TEST_F(CliTest, MalformedAndNonPositiveValuesAreBadInput) {
                  " --micro-batch=-1");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(NothingWritten());
+}
+
+// Model configs: each bad value is named with its key and file, exit 2,
+// for profile and predict alike, with nothing run.
+TEST_F(CliTest, BadModelConfigsNameTheKeyAndTheFile) {
+  const std::string model = "model = gpt\n[gpt]\n";
+  const std::pair<std::string, std::string> cases[] = {
+      {model + "d_model = 64\nheads = 5\n",
+       ":3: key 'gpt.heads': gpt.heads 5 does not divide gpt.d_model 64"},
+      {model + "layers = 0\n",
+       ":3: key 'gpt.layers': gpt.layers must be positive"},
+      {model + "seq_len = -4\n",
+       ":3: key 'gpt.seq_len': gpt.seq_len must be positive"},
+      {model + "dropout = 1.5\n", "gpt.dropout must be in [0, 1)"},
+      {model + "layers = twelve\n",
+       ":3: the argument ('twelve') for option "
+       "'gpt.layers' is invalid"},
+      {"model = transformer\n",
+       ":1: key 'model': unknown model 'transformer'; known models: mlp, gpt, "
+       "resnet"},
+      {"model = resnet\n[resnet]\ndepth = 42\n",
+       ":3: key 'resnet.depth': unsupported resnet.depth 42; supported: 18, "
+       "34, 50, 101, 152"},
+      {"model = resnet\n[resnet]\nwidth = 0\n",
+       "resnet.width must be positive"},
+      {"model = resnet\n[resnet]\nresolution = 32\n[train]\nmicro_batch = 1\n",
+       "resnet.resolution 32 leaves the last stage at 1x1"},
+  };
+  int i = 0;
+  for (const auto& [text, expected] : cases) {
+    const std::string path = Write("bad" + std::to_string(i++) + ".ini", text);
+    for (const std::string command : {"profile", "predict"}) {
+      const Result r = RunMemprof(
+          command + " --config " + path +
+          (command == "profile" ? " --out " + Out() : std::string()));
+      EXPECT_EQ(r.exit_code, 2) << command << " " << text << r.output;
+      EXPECT_NE(r.output.find(path), std::string::npos) << r.output;
+      EXPECT_NE(r.output.find(expected), std::string::npos)
+          << command << ": " << r.output;
+    }
+  }
+  EXPECT_TRUE(NothingWritten());
+}
+
+TEST_F(CliTest, PredictPrintsTheTableWithoutTrainingAndJsonOnRequest) {
+  const std::string config = MEMPROF_SOURCE_DIR "/configs/gpt-1.3b.ini";
+  Result r = RunMemprof("predict --config " + config + " --world-size 8");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("P = 1,315,723,264 parameters"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("21.1 GB"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("does not shrink"), std::string::npos) << r.output;
+  r = RunMemprof("predict --config " + config + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto json = nlohmann::json::parse(r.output);
+  EXPECT_EQ(json["schema"], "memprof.prediction/1");
+  EXPECT_EQ(json["categories"]["optimizer_state"]["predicted_bytes"],
+            8 * 1315723264LL);
+  r = RunMemprof("predict --config " + config + " --table");
+  EXPECT_NE(r.output.find("h.23.mlp.c_proj.weight"), std::string::npos);
+  r = RunMemprof("predict --config " + config + " --out x");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown flag"), std::string::npos) << r.output;
 }
 
 TEST_F(CliTest, OutThatCannotBeCreatedIsBadInput) {

@@ -2,8 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "profiler/config_cli.h"
-#include "profiler/launcher.h"
-#include "profiler/trainer.h"
+#include "tests/solo_run.h"
 
 namespace memprof {
 namespace {
@@ -20,14 +19,6 @@ RunConfig TinyConfig(std::vector<std::string> extra = {}) {
                                    MEMPROF_SOURCE_DIR "/configs/mlp-tiny.ini"};
   args.insert(args.end(), extra.begin(), extra.end());
   return ParseProfileArgs(args).config;
-}
-
-// A data-parallel job of one rank, as a plain `memprof profile` runs.
-RankReport RunSolo(const RunConfig& config) {
-  RankTopology solo;
-  solo.master_port = FreeLocalPort();
-  ProcessGroup group(solo, /*timeout_s=*/30);
-  return RunRank(config, group);
 }
 
 const Segment& FirstSegmentOf(const Analysis& a, int32_t step) {

@@ -1,0 +1,138 @@
+// The models and their size tables: the table's parameter and buffer rows
+// are the built module's, name by name and shape by shape; and a profiled
+// run (one rank, in this process) meets its prediction at micro-batches 1,
+// 2 and 5.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "models/model.h"
+#include "models/size_table.h"
+#include "profiler/config_cli.h"
+#include "tests/prediction_checks.h"
+#include "tests/solo_run.h"
+
+namespace memprof {
+namespace {
+
+RunConfig Config(const std::string& preset, std::vector<std::string> extra) {
+  std::vector<std::string> words = {
+      "--config", MEMPROF_SOURCE_DIR "/configs/" + preset + ".ini"};
+  words.insert(words.end(), extra.begin(), extra.end());
+  return ParseProfileArgs(words).config;
+}
+
+void ExpectRowsAre(
+    const SizeTable& table, RowKind kind,
+    const torch::OrderedDict<std::string, torch::Tensor>& named) {
+  std::vector<const SizeRow*> rows;
+  for (const SizeRow& row : table.rows) {
+    if (row.kind == kind) rows.push_back(&row);
+  }
+  ASSERT_EQ(rows.size(), named.size());
+  int64_t elements = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const torch::Tensor& t = named[i].value();
+    EXPECT_EQ(rows[i]->name, named[i].key());
+    EXPECT_EQ(rows[i]->shape, t.sizes().vec()) << named[i].key();
+    EXPECT_EQ(rows[i]->Bytes(),
+              t.numel() * static_cast<int64_t>(t.element_size()))
+        << named[i].key();
+    elements += t.numel();
+  }
+  EXPECT_EQ(table.Elements(kind), elements);
+}
+
+struct ModelCase {
+  std::string preset;
+  std::vector<std::string> extra;
+};
+
+class TableMatchesModule : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(TableMatchesModule, NamesShapesAndCounts) {
+  const RunConfig config = Config(GetParam().preset, GetParam().extra);
+  const std::unique_ptr<TrainableModel> model = BuildModel(config);
+  const SizeTable table = BuildSizeTable(config, /*micro_batch=*/1);
+  ExpectRowsAre(table, RowKind::kParameter, model->module().named_parameters());
+  ExpectRowsAre(table, RowKind::kBuffer, model->module().named_buffers());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, TableMatchesModule,
+    ::testing::Values(
+        ModelCase{"mlp-tiny", {}},
+        ModelCase{"mlp-tiny", {"--mlp.depth", "1", "--mlp.input", "7"}},
+        ModelCase{"gpt-tiny", {}},
+        ModelCase{"gpt-tiny",
+                  {"--gpt.layers", "3", "--gpt.d_model", "48", "--gpt.heads",
+                   "6", "--gpt.seq_len", "17", "--gpt.vocab", "101"}},
+        ModelCase{"resnet-tiny", {}},
+        ModelCase{"resnet-tiny", {"--resnet.depth", "34"}},
+        ModelCase{"resnet-tiny", {"--resnet.depth", "50"}},
+        ModelCase{"resnet-tiny",
+                  {"--resnet.depth", "101", "--resnet.width", "4",
+                   "--resnet.classes", "3"}}));
+
+TEST(Models, GptOutputProjectionIsTheTokenEmbedding) {
+  const RunConfig config = Config("gpt-tiny", {});
+  const std::unique_ptr<TrainableModel> model = BuildModel(config);
+  const Batch batch = model->MakeBatch(2);
+  model->Loss(batch).backward();
+  // One parameter, two uses: its gradient holds both contributions and no
+  // separate lm_head weight exists.
+  const auto named = model->module().named_parameters();
+  EXPECT_EQ(named.find("lm_head.weight"), nullptr);
+  EXPECT_TRUE(named["wte.weight"].grad().defined());
+}
+
+TEST(Models, ResnetBatchNormStatisticsAreBuffersThatTrainingUpdates) {
+  const RunConfig config = Config("resnet-tiny", {});
+  const std::unique_ptr<TrainableModel> model = BuildModel(config);
+  const torch::Tensor before =
+      model->module().named_buffers()["bn1.running_mean"].clone();
+  model->Loss(model->MakeBatch(2));
+  EXPECT_FALSE(torch::equal(
+      before, model->module().named_buffers()["bn1.running_mean"]));
+  EXPECT_EQ(model->module()
+                .named_buffers()["bn1.num_batches_tracked"]
+                .item<int64_t>(),
+            1);
+}
+
+// One rank, in this process: what ExpectPredictionHolds requires.
+struct RunCase {
+  std::string preset;
+  int64_t micro_batch;
+};
+
+class PredictionMatchesMeasurement : public ::testing::TestWithParam<RunCase> {
+};
+
+TEST_P(PredictionMatchesMeasurement, OneRank) {
+  const RunCase& c = GetParam();
+  const RunConfig config =
+      Config(c.preset,
+             {"--micro-batch", std::to_string(c.micro_batch), "--steps", "3"});
+  const RankReport report = RunSolo(config);
+  ExpectPredictionHolds(ToJson(report), c.preset + " at micro-batch " +
+                                            std::to_string(c.micro_batch));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    TinyConfigs, PredictionMatchesMeasurement,
+    ::testing::Values(RunCase{"mlp-tiny", 1}, RunCase{"mlp-tiny", 2},
+                      RunCase{"mlp-tiny", 5}, RunCase{"gpt-tiny", 1},
+                      RunCase{"gpt-tiny", 2}, RunCase{"gpt-tiny", 5},
+                      RunCase{"resnet-tiny", 1}, RunCase{"resnet-tiny", 2},
+                      RunCase{"resnet-tiny", 5}),
+    [](const ::testing::TestParamInfo<RunCase>& info) {
+      std::string name =
+          info.param.preset + "_b" + std::to_string(info.param.micro_batch);
+      for (char& ch : name) {
+        if (ch == '-') ch = '_';
+      }
+      return name;
+    });
+
+}  // namespace
+}  // namespace memprof

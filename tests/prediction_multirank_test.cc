@@ -1,0 +1,71 @@
+// Two ranks through the launcher: every rank meets its prediction, for each
+// CI-sized model at micro-batches 1, 2 and 5, and with the gradients as
+// bucket views.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/prediction_checks.h"
+#include "tests/run_command.h"
+
+namespace memprof {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TwoRankCase {
+  std::string preset;
+  int64_t micro_batch;
+  std::string extra;
+};
+
+class TwoRankPrediction : public ::testing::TestWithParam<TwoRankCase> {};
+
+TEST_P(TwoRankPrediction, EveryRankMeetsItsPrediction) {
+  const TwoRankCase& c = GetParam();
+  const fs::path dir = fs::temp_directory_path() /
+                       ("memprof-predict-" + std::to_string(::getpid()) + "-" +
+                        c.preset + std::to_string(c.micro_batch));
+  fs::remove_all(dir);
+  const CommandResult r = RunMemprof(
+      "profile --config " MEMPROF_SOURCE_DIR "/configs/" + c.preset +
+      ".ini --world-size 2 --steps 3 --micro-batch " +
+      std::to_string(c.micro_batch) + " " + c.extra + " --out " + dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::ifstream in(dir / ("rank-" + std::to_string(rank) + ".json"));
+    const auto report = nlohmann::ordered_json::parse(in);
+    EXPECT_EQ(report["context"]["world_size"], 2);
+    ExpectPredictionHolds(report, c.preset + " at micro-batch " +
+                                      std::to_string(c.micro_batch) + " " +
+                                      c.extra);
+  }
+  // The printed table carries the error column.
+  EXPECT_NE(r.output.find("predicted"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("error"), std::string::npos) << r.output;
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    TinyConfigs, TwoRankPrediction,
+    ::testing::Values(
+        TwoRankCase{"mlp-tiny", 1, ""}, TwoRankCase{"mlp-tiny", 2, ""},
+        TwoRankCase{"mlp-tiny", 5, ""}, TwoRankCase{"gpt-tiny", 1, ""},
+        TwoRankCase{"gpt-tiny", 2, ""}, TwoRankCase{"gpt-tiny", 5, ""},
+        TwoRankCase{"resnet-tiny", 1, ""}, TwoRankCase{"resnet-tiny", 2, ""},
+        TwoRankCase{"resnet-tiny", 5, ""},
+        TwoRankCase{"gpt-tiny", 3, "--ddp.gradient_as_bucket_view true"}),
+    [](const ::testing::TestParamInfo<TwoRankCase>& info) {
+      std::string name = info.param.preset + "_b" +
+                         std::to_string(info.param.micro_batch) +
+                         (info.param.extra.empty() ? "" : "_bucket_view");
+      for (char& ch : name) {
+        if (ch == '-') ch = '_';
+      }
+      return name;
+    });
+
+}  // namespace
+}  // namespace memprof

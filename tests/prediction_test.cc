@@ -1,0 +1,198 @@
+// The size tables and the prediction: pure arithmetic, no tensors. Published
+// parameter counts, the README's closed-form activation formulas, and the
+// model-state statement of `memprof predict`.
+#include "profiler/prediction.h"
+
+#include <gtest/gtest.h>
+
+#include "profiler/config_cli.h"
+#include "profiler/predict_command.h"
+
+namespace memprof {
+namespace {
+
+RunConfig Preset(const std::string& name, std::vector<std::string> extra = {}) {
+  std::vector<std::string> words = {
+      "--config", MEMPROF_SOURCE_DIR "/configs/" + name + ".ini"};
+  words.insert(words.end(), extra.begin(), extra.end());
+  return ParsePredictArgs(words).config;
+}
+
+int64_t Bytes(const Prediction& p, Category c) { return p.bytes[Index(c)]; }
+
+TEST(SizeTable, PresetsHaveThePublishedParameterCounts) {
+  // GPT-2 (Radford et al. 2019, as counted with the tied output projection)
+  // and torchvision's ResNets.
+  EXPECT_EQ(Predict(Preset("gpt2-small")).parameters, 124439808);
+  EXPECT_EQ(Predict(Preset("gpt2-medium")).parameters, 354823168);
+  EXPECT_EQ(Predict(Preset("gpt2-large")).parameters, 774030080);
+  EXPECT_EQ(Predict(Preset("gpt2-xl")).parameters, 1557611200);
+  EXPECT_EQ(Predict(Preset("resnet50")).parameters, 25557032);
+  EXPECT_EQ(Predict(Preset("resnet18")).parameters, 11689512);
+  EXPECT_EQ(Predict(Preset("mlp-tiny")).parameters, 11082);
+}
+
+TEST(SizeTable, GptParametersFollowTheClosedForm) {
+  // P = V d + T d + L (12 d^2 + 13 d) + 2 d
+  for (const auto& [layers, d, heads, t, v] :
+       std::vector<std::array<int64_t, 5>>{{2, 64, 4, 32, 256},
+                                           {3, 48, 6, 17, 101},
+                                           {24, 2048, 16, 2048, 50257}}) {
+    GptConfig c{layers, d, heads, t, v, 0};
+    EXPECT_EQ(GptSizeTable(c, 1).Elements(RowKind::kParameter),
+              v * d + t * d + layers * (12 * d * d + 13 * d) + 2 * d);
+  }
+}
+
+// The README's formula for GPT activations, fp32, no dropout: per layer
+// 64 BTd + 4 B h T^2 + 16 BT; outside the layers 8 BTd + 8 BT + 4 BTV + T^2
+// + 8 T + 8.
+int64_t GptActivationFormula(const GptConfig& c, int64_t b) {
+  const int64_t t = c.seq_len, d = c.d_model, h = c.heads, v = c.vocab;
+  return c.layers * (64 * b * t * d + 4 * b * h * t * t + 16 * b * t) +
+         8 * b * t * d + 8 * b * t + 4 * b * t * v + t * t + 8 * t + 8;
+}
+
+TEST(SizeTable, GptActivationsAreTheReadmeFormula) {
+  for (int64_t b : {1, 2, 5}) {
+    for (const GptConfig& c :
+         {GptConfig{2, 64, 4, 32, 256, 0}, GptConfig{5, 96, 3, 40, 77, 0},
+          GptConfig{12, 768, 12, 1024, 50257, 0}}) {
+      EXPECT_EQ(GptSizeTable(c, b).Bytes(RowKind::kSaved),
+                GptActivationFormula(c, b))
+          << "B=" << b << " d=" << c.d_model;
+    }
+  }
+}
+
+TEST(SizeTable, GptDropoutAddsItsNoiseAndTheAttentionDropoutOutput) {
+  GptConfig c{3, 64, 4, 32, 256, 0};
+  const int64_t b = 2, t = c.seq_len, d = c.d_model, h = c.heads;
+  const int64_t without = GptSizeTable(c, b).Bytes(RowKind::kSaved);
+  c.dropout = 0.1;
+  // Per layer: two residual noises 8 BTd, attention noise and output
+  // 8 B h T^2; once: the embedding noise 4 BTd.
+  EXPECT_EQ(GptSizeTable(c, b).Bytes(RowKind::kSaved) - without,
+            c.layers * (8 * b * t * d + 8 * b * h * t * t) + 4 * b * t * d);
+}
+
+TEST(SizeTable, GptPerLayerActivationsAgainstKorthikanti) {
+  // Korthikanti et al. 2022: s b h (34 + 5 a s / h) bytes per layer in 16-bit
+  // with dropout. Without the two residual dropout masks (2 sbh) and the
+  // attention dropout (3 a s^2 b), and at 4 bytes per element instead of 2,
+  // that is 64 sbh + 4 a s^2 b; memprof also counts LayerNorm's statistics.
+  const GptConfig c{1, 256, 8, 128, 64, 0};
+  const int64_t b = 3, s = c.seq_len, h = c.d_model, a = c.heads;
+  const GptConfig none{0, 256, 8, 128, 64, 0};
+  const int64_t per_layer = GptSizeTable(c, b).Bytes(RowKind::kSaved) -
+                            GptSizeTable(none, b).Bytes(RowKind::kSaved);
+  const int64_t korthikanti_16bit = s * b * h * 34 + 5 * a * s * s * b;
+  // Their 1-byte masks: s b h per residual dropout, a s^2 b for the
+  // attention's; the attention dropout's 2-byte output 2 a s^2 b.
+  const int64_t adapted =
+      2 * (korthikanti_16bit - 2 * s * b * h - 3 * a * s * s * b);
+  EXPECT_EQ(per_layer, 64 * s * b * h + 4 * a * s * s * b + 16 * s * b);
+  EXPECT_EQ(per_layer - 16 * s * b, adapted);
+}
+
+TEST(SizeTable, MlpActivationsAreTheReadmeFormula) {
+  for (int64_t b : {1, 2, 5, 8}) {
+    const MlpConfig c{32, 64, 3, 10};
+    EXPECT_EQ(MlpSizeTable(c, b).Bytes(RowKind::kSaved),
+              4 * b * (c.depth * c.hidden + c.output) + 8);
+  }
+}
+
+TEST(SizeTable, ResnetBuffersAreTwoFloatsPerChannelAndACounterPerBatchNorm) {
+  const ResnetConfig c{50, 64, 224, 1000};
+  const SizeTable t = ResnetSizeTable(c, 1);
+  int64_t batch_norms = 0, channels = 0;
+  for (const SizeRow& row : t.rows) {
+    if (row.kind == RowKind::kBuffer &&
+        row.name.find("running_mean") != std::string::npos) {
+      ++batch_norms;
+      channels += row.Elements();
+    }
+  }
+  EXPECT_EQ(batch_norms, 53);  // 1 + 3 per block x 16 + 4 downsamples
+  EXPECT_EQ(t.Bytes(RowKind::kBuffer), 8 * channels + 8 * batch_norms);
+}
+
+TEST(SizeTable, ResnetActivationsScaleWithTheBatchExceptPerChannelStatistics) {
+  const ResnetConfig c{18, 8, 128, 10};
+  const SizeTable one = ResnetSizeTable(c, 1), five = ResnetSizeTable(c, 5);
+  int64_t stats = 0;
+  for (const SizeRow& row : one.rows) {
+    if (row.kind == RowKind::kSaved && row.shape.size() == 1) {
+      stats += row.Bytes();  // save_mean, save_invstd [C]
+    }
+  }
+  // Everything else is per sample, except total_weight and the loss.
+  EXPECT_EQ(five.Bytes(RowKind::kSaved) - stats - 8,
+            5 * (one.Bytes(RowKind::kSaved) - stats - 8));
+}
+
+TEST(Prediction, ModelStateIsSixteenBytesPerParameterPlusBuckets) {
+  const Prediction p = Predict(Preset("gpt2-small"));
+  const int64_t n = p.parameters;
+  EXPECT_EQ(Bytes(p, Category::kWeights), 4 * n);
+  EXPECT_EQ(Bytes(p, Category::kGradients), 4 * n);
+  EXPECT_EQ(Bytes(p, Category::kOptimizerState), 8 * n);
+  EXPECT_EQ(Bytes(p, Category::kDdpBuckets), 4 * n);
+  EXPECT_DOUBLE_EQ(p.model_state_bytes_per_parameter, 20.0);
+
+  const Prediction view =
+      Predict(Preset("gpt2-small", {"--ddp.gradient_as_bucket_view", "true"}));
+  EXPECT_EQ(Bytes(view, Category::kDdpBuckets), 0);
+  EXPECT_EQ(Bytes(view, Category::kGradients), 4 * n);
+
+  const Prediction sgd =
+      Predict(Preset("gpt2-small", {"--train.optimizer", "sgd"}));
+  EXPECT_EQ(Bytes(sgd, Category::kOptimizerState), 0);
+}
+
+TEST(Prediction, ModelStateDoesNotShrinkWithTheWorldSizeButActivationsDo) {
+  const Prediction one = Predict(Preset("gpt-1.3b", {"--global-batch", "8"}));
+  const Prediction eight =
+      Predict(Preset("gpt-1.3b", {"--global-batch", "8", "--world-size", "8"}));
+  EXPECT_EQ(ModelStateBytes(one.bytes), ModelStateBytes(eight.bytes));
+  EXPECT_EQ(one.micro_batch, 8);
+  EXPECT_EQ(eight.micro_batch, 1);
+  EXPECT_GT(Bytes(one, Category::kActivations),
+            7 * Bytes(eight, Category::kActivations));
+}
+
+TEST(Prediction, PredictStatesTwentyOneGigabytesForTheOnePointThreeBillionGpt) {
+  const RunConfig config = Preset("gpt-1.3b", {"--world-size", "8"});
+  const Prediction p = Predict(config);
+  EXPECT_EQ(p.parameters, 1315723264);
+  const std::string text = FormatPrediction(p, config);
+  EXPECT_NE(text.find("weights 4 + gradients 4 + optimizer 8 = 21.1 GB"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("data parallelism does not shrink it"),
+            std::string::npos);
+  EXPECT_NE(text.find("the 8 ranks hold 8 copies"), std::string::npos);
+  const auto json = ToJson(p, config);
+  EXPECT_EQ(json["schema"], "memprof.prediction/1");
+  EXPECT_EQ(json["model_state"]["bytes_per_rank"].get<int64_t>(),
+            20 * p.parameters);
+  EXPECT_EQ(json["model_state"]["group_bytes"].get<int64_t>(),
+            8 * 20 * p.parameters);
+}
+
+TEST(Prediction, ThePeakIsTheLargerOfEarlyBackwardAndTheOptimizerStep) {
+  // mlp-tiny: tiny activations, the optimizer step's two temporaries of the
+  // 64x64 weight decide. gpt2-small: activations decide.
+  const Prediction mlp = Predict(Preset("mlp-tiny"));
+  EXPECT_EQ(mlp.Peak().phase, Phase::kOptimizer);
+  EXPECT_EQ(mlp.bytes[Index(Category::kTemporaries)], 2 * 64 * 64 * 4);
+  const Prediction gpt = Predict(Preset("gpt2-small"));
+  EXPECT_EQ(gpt.Peak().phase, Phase::kBackward);
+  EXPECT_EQ(gpt.Peak().Total(), ModelStateBytes(gpt.bytes) +
+                                    Sum(gpt.early_backward.bytes) -
+                                    ModelStateBytes(gpt.early_backward.bytes));
+}
+
+}  // namespace
+}  // namespace memprof

@@ -1,0 +1,17 @@
+// A data-parallel job of one rank in this process, as a plain
+// `memprof profile` runs (the test binary installs the hook first).
+#pragma once
+
+#include "profiler/launcher.h"
+#include "profiler/trainer.h"
+
+namespace memprof {
+
+inline RankReport RunSolo(const RunConfig& config) {
+  RankTopology solo;
+  solo.master_port = FreeLocalPort();
+  ProcessGroup group(solo, /*timeout_s=*/30);
+  return RunRank(config, group);
+}
+
+}  // namespace memprof
