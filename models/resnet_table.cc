@@ -94,63 +94,55 @@ SizeTable ResnetSizeTable(const ResnetConfig& c, int64_t b) {
   };
 
   // Parameters and buffers, in registration order: each module's own
-  // parameters (the convolutions have no bias), then its children.
-  t.Add("conv1.weight", p, {c.width, 3, 7, 7}, "[w, 3, 7, 7]");
-  AddBatchNorm(t, "bn1", c.width, "w");
-  std::vector<std::string> buffer_owners = {"bn1"};
-  std::vector<std::pair<int64_t, std::string>> buffer_widths = {{c.width, "w"}};
+  // parameters (the convolutions have no bias), then its children; the
+  // buffers of every BatchNorm come after all parameters.
+  struct BatchNormRow {
+    std::string name;
+    int64_t channels;
+    std::string terms;
+  };
+  std::vector<BatchNormRow> batch_norms;
+  auto conv_bn = [&](const std::string& conv, const std::string& bn, int64_t in,
+                     const std::string& in_terms, int64_t out,
+                     const std::string& out_terms, int64_t k) {
+    const std::string ks = std::to_string(k);
+    t.Add(conv + ".weight", p, {out, in, k, k},
+          "[" + out_terms + ", " + in_terms + ", " + ks + ", " + ks + "]");
+    AddBatchNorm(t, bn, out, out_terms);
+    batch_norms.push_back({bn, out, out_terms});
+  };
+  conv_bn("conv1", "bn1", 3, "3", c.width, "w", 7);
   int64_t in = c.width;
   std::string in_terms = "w";
   for (int stage = 0; stage < 4; ++stage) {
     const int64_t mw = int64_t{1} << stage;  // stage width in units of w
-    const int64_t width = c.width * mw;
+    const int64_t width = c.width * mw, out = width * e;
+    const std::string width_terms = mult(mw), out_terms = mult(mw * e);
     for (int64_t j = 0; j < stages.blocks[stage]; ++j) {
       const std::string n =
           "layer" + std::to_string(stage + 1) + "." + std::to_string(j) + ".";
-      const int64_t out = width * e;
       if (stages.bottleneck) {
-        t.Add(n + "conv1.weight", p, {width, in, 1, 1},
-              "[" + mult(mw) + ", " + in_terms + ", 1, 1]");
-        AddBatchNorm(t, n + "bn1", width, mult(mw));
-        t.Add(n + "conv2.weight", p, {width, width, 3, 3},
-              "[" + mult(mw) + ", " + mult(mw) + ", 3, 3]");
-        AddBatchNorm(t, n + "bn2", width, mult(mw));
-        t.Add(n + "conv3.weight", p, {out, width, 1, 1},
-              "[" + mult(mw * e) + ", " + mult(mw) + ", 1, 1]");
-        AddBatchNorm(t, n + "bn3", out, mult(mw * e));
-        buffer_owners.insert(buffer_owners.end(),
-                             {n + "bn1", n + "bn2", n + "bn3"});
-        buffer_widths.insert(
-            buffer_widths.end(),
-            {{width, mult(mw)}, {width, mult(mw)}, {out, mult(mw * e)}});
+        conv_bn(n + "conv1", n + "bn1", in, in_terms, width, width_terms, 1);
+        conv_bn(n + "conv2", n + "bn2", width, width_terms, width, width_terms,
+                3);
+        conv_bn(n + "conv3", n + "bn3", width, width_terms, out, out_terms, 1);
       } else {
-        t.Add(n + "conv1.weight", p, {width, in, 3, 3},
-              "[" + mult(mw) + ", " + in_terms + ", 3, 3]");
-        AddBatchNorm(t, n + "bn1", width, mult(mw));
-        t.Add(n + "conv2.weight", p, {width, width, 3, 3},
-              "[" + mult(mw) + ", " + mult(mw) + ", 3, 3]");
-        AddBatchNorm(t, n + "bn2", width, mult(mw));
-        buffer_owners.insert(buffer_owners.end(), {n + "bn1", n + "bn2"});
-        buffer_widths.insert(buffer_widths.end(),
-                             {{width, mult(mw)}, {width, mult(mw)}});
+        conv_bn(n + "conv1", n + "bn1", in, in_terms, width, width_terms, 3);
+        conv_bn(n + "conv2", n + "bn2", width, width_terms, width, width_terms,
+                3);
       }
-      const bool downsample = j == 0 && (stage > 0 || in != out);
-      if (downsample) {
-        t.Add(n + "downsample.0.weight", p, {out, in, 1, 1},
-              "[" + mult(mw * e) + ", " + in_terms + ", 1, 1]");
-        AddBatchNorm(t, n + "downsample.1", out, mult(mw * e));
-        buffer_owners.push_back(n + "downsample.1");
-        buffer_widths.push_back({out, mult(mw * e)});
+      if (j == 0 && (stage > 0 || in != out)) {
+        conv_bn(n + "downsample.0", n + "downsample.1", in, in_terms, out,
+                out_terms, 1);
       }
       in = out;
-      in_terms = mult(mw * e);
+      in_terms = out_terms;
     }
   }
   t.Add("fc.weight", p, {c.classes, in}, "[K, " + in_terms + "]");
   t.Add("fc.bias", p, {c.classes}, "[K]");
-  for (size_t i = 0; i < buffer_owners.size(); ++i) {
-    AddBatchNormBuffers(t, buffer_owners[i], buffer_widths[i].first,
-                        buffer_widths[i].second);
+  for (const BatchNormRow& bn : batch_norms) {
+    AddBatchNormBuffers(t, bn.name, bn.channels, bn.terms);
   }
 
   // Saved for backward (Note [ResNet saved tensors]).
