@@ -51,6 +51,7 @@ inline constexpr int kNumPhases = 9;
 
 // Block flags: sub-figures inside a category.
 inline constexpr uint8_t kFlagBuffer = 1;  // a module buffer (inside weights)
+inline constexpr uint8_t kFlagBucket = 2;  // a DDP Reducer bucket buffer
 
 std::string_view CategoryName(Category c);  // "weights", "optimizer_state"...
 std::string_view PhaseName(Phase p);        // "forward", "model_init"...

@@ -1,5 +1,6 @@
 #include "profiler/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -44,6 +45,27 @@ void ZeroGrad(const std::vector<torch::Tensor>& params, bool set_to_none) {
   }
 }
 
+// Note [Late bucket frees]
+// After DDP rebuilds its buckets (step 2), the old bucket buffers die when
+// the last reference drops, and a Gloo worker thread keeps one until it
+// loops again after its last all-reduce: on a loaded machine that can be a
+// step later. The steady state starts only after the step in which the
+// last replaced bucket buffer was freed.
+int32_t LastBucketFreeStep(const Capture& capture) {
+  int64_t last_free = -1;
+  for (const Lifetime& life : capture.lifetimes) {
+    if ((life.flags & kFlagBucket) && life.free_seq != kLive) {
+      last_free = std::max(last_free, life.free_seq);
+    }
+  }
+  int32_t step = 0;
+  for (const PhaseMark& mark : capture.marks) {
+    if (mark.seq > last_free) break;
+    step = mark.step;
+  }
+  return last_free < 0 ? 0 : step;
+}
+
 int64_t CountElements(const std::vector<torch::Tensor>& tensors) {
   int64_t n = 0;
   for (const torch::Tensor& t : tensors) n += t.numel();
@@ -84,7 +106,8 @@ RankReport RunRank(const RunConfig& config, ProcessGroup& group) {
     tracker.SetPhase(Phase::kDdpInit, 0);
     DdpEngine ddp(group, config.ddp, params);
     try {
-      ResolveOwnership(ddp.BucketBuffers(), bucket_category, misses);
+      ResolveOwnership(ddp.BucketBuffers(), bucket_category, misses,
+                       kFlagBucket);
       std::unique_ptr<torch::optim::Optimizer> optimizer =
           MakeOptimizer(config.train, params);
       torch::manual_seed(config.train.seed + 1 + group.rank());  // data
@@ -102,7 +125,8 @@ RankReport RunRank(const RunConfig& config, ProcessGroup& group) {
 
           const int64_t forward_begin = tracker.SetPhase(Phase::kForward, step);
           if (ddp.PrepareForward()) {
-            ResolveOwnership(ddp.BucketBuffers(), bucket_category, misses);
+            ResolveOwnership(ddp.BucketBuffers(), bucket_category, misses,
+                             kFlagBucket);
             last_one_time_step = step;
           }
           torch::Tensor loss = model->Loss(batch);
@@ -140,7 +164,8 @@ RankReport RunRank(const RunConfig& config, ProcessGroup& group) {
     }
     tracker.SetPhase(Phase::kIdle, 0);
     const Capture capture = tracker.EndSession();
-    report.analysis = Analyze(capture, last_one_time_step + 1);
+    report.analysis = Analyze(
+        capture, 1 + std::max(last_one_time_step, LastBucketFreeStep(capture)));
     for (const Lifetime& life : capture.lifetimes) {
       if ((life.flags & kFlagBuffer) && life.free_seq == kLive) {
         report.buffer_bytes += life.bytes;

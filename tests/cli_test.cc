@@ -100,7 +100,7 @@ TEST_F(CliTest, BadModelConfigsNameTheKeyAndTheFile) {
   const std::string model = "model = gpt\n[gpt]\n";
   const std::pair<std::string, std::string> cases[] = {
       {model + "d_model = 64\nheads = 5\n",
-       ":3: key 'gpt.heads': gpt.heads 5 does not divide gpt.d_model 64"},
+       ":4: key 'gpt.heads': gpt.heads 5 does not divide gpt.d_model 64"},
       {model + "layers = 0\n",
        ":3: key 'gpt.layers': gpt.layers must be positive"},
       {model + "seq_len = -4\n",

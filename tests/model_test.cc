@@ -47,6 +47,11 @@ struct ModelCase {
   std::vector<std::string> extra;
 };
 
+void PrintTo(const ModelCase& c, std::ostream* os) {
+  *os << c.preset;
+  for (const std::string& word : c.extra) *os << " " << word;
+}
+
 class TableMatchesModule : public ::testing::TestWithParam<ModelCase> {};
 
 TEST_P(TableMatchesModule, NamesShapesAndCounts) {
@@ -104,6 +109,10 @@ struct RunCase {
   std::string preset;
   int64_t micro_batch;
 };
+
+void PrintTo(const RunCase& c, std::ostream* os) {
+  *os << c.preset << " at micro-batch " << c.micro_batch;
+}
 
 class PredictionMatchesMeasurement : public ::testing::TestWithParam<RunCase> {
 };

@@ -21,6 +21,10 @@ struct TwoRankCase {
   std::string extra;
 };
 
+void PrintTo(const TwoRankCase& c, std::ostream* os) {
+  *os << c.preset << " at micro-batch " << c.micro_batch << " " << c.extra;
+}
+
 class TwoRankPrediction : public ::testing::TestWithParam<TwoRankCase> {};
 
 TEST_P(TwoRankPrediction, EveryRankMeetsItsPrediction) {

@@ -66,9 +66,12 @@ TEST(Profile, StepOneCreatesGradientsAndOptimizerStateLazily) {
   const Segment& step2 = FirstSegmentOf(r.analysis, 2);
   EXPECT_EQ(step2.begin_bytes[kG], 4 * p);
   EXPECT_EQ(step2.begin_bytes[kO], 8 * p);
-  // DDP rebuilds its buckets in step 2: the steady state starts at step 3.
-  EXPECT_EQ(r.analysis.steady_first_step, 3);
-  ASSERT_EQ(r.step_records.size(), 3u);
+  // DDP rebuilds its buckets in step 2: the steady state starts at step 3,
+  // or a step later when a Gloo worker freed an old bucket late (Note [Late
+  // bucket frees] in trainer.cc).
+  EXPECT_GE(r.analysis.steady_first_step, 3);
+  EXPECT_LE(r.analysis.steady_first_step, 4);
+  ASSERT_EQ(r.step_records.size(), 4u);
 }
 
 TEST(Profile, OptimizerChoiceSetsItsState) {
@@ -114,7 +117,7 @@ TEST(Profile, ReportJsonHasTheKeysOtherToolsReadAsIntegers) {
   EXPECT_EQ(sum, j["peak"]["total_bytes"].get<int64_t>());
   EXPECT_TRUE(j["peak"]["phase"].is_string());
   EXPECT_GE(j["peak"]["step"].get<int>(), 3);
-  ASSERT_EQ(j["steps"].size(), 3u);
+  ASSERT_EQ(j["steps"].size(), 4u);
   EXPECT_FALSE(j["steps"][0]["steady_state"].get<bool>());
   EXPECT_FALSE(j["steps"][1]["steady_state"].get<bool>());
   EXPECT_TRUE(j["steps"][2]["steady_state"].get<bool>());
