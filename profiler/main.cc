@@ -1,18 +1,19 @@
 // memprof: where does each rank's memory go in a LibTorch training step?
-// Commands and exit codes: DESIGN.md "Commands"; README.
+// Commands and exit codes: DESIGN.md "Commands"; README. This executable
+// does not load LibTorch: `profile` runs in memprof-profile.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "profiler/check_command.h"
+#include "profiler/command_main.h"
 #include "profiler/config_cli.h"
-#include "profiler/cpu_hook.h"
 #include "profiler/errors.h"
 #include "profiler/predict_command.h"
-#include "profiler/profile_command.h"
-#include "profiler/rank_env.h"
-
-#include <unistd.h>
 
 namespace {
 
@@ -33,14 +34,6 @@ int Main(const std::vector<std::string>& words) {
     return words.empty() ? memprof::kExitBadInput : memprof::kExitOk;
   }
   const std::vector<std::string> rest(words.begin() + 1, words.end());
-  if (words[0] == "profile") {
-    memprof::ProfileArgs args = memprof::ParseProfileArgs(rest);
-    if (args.help) {
-      std::cout << args.help_text;
-      return memprof::kExitOk;
-    }
-    return memprof::RunProfileCommand(args);
-  }
   if (words[0] == "predict") {
     const memprof::PredictArgs args = memprof::ParsePredictArgs(rest);
     if (args.help) {
@@ -70,41 +63,25 @@ int Main(const std::vector<std::string>& words) {
       "'; known commands: profile, predict, baseline, check");
 }
 
-// "rank 1 on host (pid 42): " when this process is one rank of a job.
-std::string Origin() {
-  try {
-    const auto topology = memprof::TopologyFromEnvironment();
-    if (!topology) return "";
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    return "rank " + std::to_string(topology->rank) + " on " + host + " (pid " +
-           std::to_string(::getpid()) + "): ";
-  } catch (const std::exception&) {
-    return "";
-  }
+// `profile` runs in memprof-profile, next to this executable, with the
+// same arguments (the environment, and so any rank variables, carry over).
+[[noreturn]] void ExecProfile(char** argv) {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string path = n > 0 ? std::string(self, static_cast<size_t>(n)) : "";
+  path = path.substr(0, path.rfind('/') + 1) + "memprof-profile";
+  ::execv(path.c_str(), argv);
+  throw memprof::RunFailure("cannot start " + path + ": " +
+                            std::strerror(errno) +
+                            "; build the memprof-profile target next to "
+                            "memprof");
 }
 
 }  // namespace
 
-// `memprof profile ... --no-hook` times training without the hook.
-bool WithoutHook(int argc, char** argv) {
-  if (argc < 2 || std::string(argv[1]) != "profile") return false;
-  for (int i = 2; i < argc; ++i) {
-    if (std::string(argv[i]) == "--no-hook") return true;
-  }
-  return false;
-}
-
 int main(int argc, char** argv) {
-  // Before anything can make a tensor: every block must be seen.
-  if (!WithoutHook(argc, argv)) memprof::InstallCpuHook();
-  try {
+  return memprof::RunWithExitCodes([&] {
+    if (argc >= 2 && std::string(argv[1]) == "profile") ExecProfile(argv);
     return Main(std::vector<std::string>(argv + 1, argv + argc));
-  } catch (const memprof::InputError& e) {
-    std::cerr << "memprof: " << Origin() << "error: " << e.what() << "\n";
-    return memprof::kExitBadInput;
-  } catch (const std::exception& e) {
-    std::cerr << "memprof: " << Origin() << "run failed: " << e.what() << "\n";
-    return memprof::kExitRunFailed;
-  }
+  });
 }
