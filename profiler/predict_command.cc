@@ -131,6 +131,13 @@ Json ToJson(const Prediction& p, const RunConfig& config) {
         {"bytes_per_parameter", p.model_state_bytes_per_parameter},
         {"replicated_on_ranks", p.world_size},
         {"group_bytes", state * p.world_size}}},
+      {"zero",
+       {{"world_size", p.world_size},
+        {"plain_bytes", p.zero.plain_bytes},
+        {"stage1_bytes", p.zero.stage1_bytes},
+        {"stage2_bytes", p.zero.stage2_bytes},
+        {"stage3_bytes", p.zero.stage3_bytes},
+        {"duplicated_bytes", p.zero.duplicated_bytes}}},
       {"symbols", p.table.symbols},
       {"table", table},
   };
@@ -183,6 +190,13 @@ std::string FormatPrediction(const Prediction& p, const RunConfig& config) {
         << " copies, " << BothUnits(state * p.world_size) << " in all";
   }
   out << "\n";
+  const ZeroPricing& z = p.zero;
+  out << "at " << p.world_size << " rank" << (p.world_size == 1 ? "" : "s")
+      << ", weights + gradients + optimizer state per rank: plain "
+      << BothUnits(z.plain_bytes) << ", ZeRO-1 " << BothUnits(z.stage1_bytes)
+      << ", ZeRO-2 " << BothUnits(z.stage2_bytes) << ", ZeRO-3 "
+      << BothUnits(z.stage3_bytes) << "; plain replication holds "
+      << BothUnits(z.duplicated_bytes) << " in duplicate across the group\n";
   return out.str();
 }
 

@@ -62,6 +62,17 @@ Prediction Predict(const RunConfig& config) {
   p.optimizer_step.bytes[Index(Category::kTemporaries)] =
       config.train.optimizer == "sgd" ? 0 : 2 * t.LargestParameterBytes();
 
+  const int64_t n = config.ddp.world_size;
+  auto shard = [n](int64_t bytes) { return (bytes + n - 1) / n; };
+  const int64_t w = state[Index(Category::kWeights)];
+  const int64_t g = state[Index(Category::kGradients)];
+  const int64_t o = state[Index(Category::kOptimizerState)];
+  p.zero.plain_bytes = w + g + o;
+  p.zero.stage1_bytes = w + g + shard(o);
+  p.zero.stage2_bytes = w + shard(g) + shard(o);
+  p.zero.stage3_bytes = shard(w) + shard(g) + shard(o);
+  p.zero.duplicated_bytes = (n - 1) * (w + g + o);
+
   p.bytes = state;
   p.bytes[Index(Category::kActivations)] = t.Bytes(RowKind::kSaved);
   p.bytes[Index(Category::kTemporaries)] =

@@ -20,6 +20,21 @@ struct PredictedMoment {
   int64_t Total() const { return Sum(bytes); }
 };
 
+// Per-rank model state (weights + gradients + optimizer state, without
+// communication buckets) at the run's world size N, under plain data
+// parallelism and ZeRO stages 1-3 (Rajbhandari et al. 2019): stage 1
+// partitions the optimizer state, stage 2 also the gradients, stage 3 also
+// the weights, each into N shards (rounded up).
+struct ZeroPricing {
+  int64_t plain_bytes = 0;
+  int64_t stage1_bytes = 0;
+  int64_t stage2_bytes = 0;
+  int64_t stage3_bytes = 0;
+  // What the group holds in duplicate under plain data parallelism:
+  // (N - 1) copies of the model state.
+  int64_t duplicated_bytes = 0;
+};
+
 struct Prediction {
   int64_t parameters = 0;    // P, parameter elements
   int64_t buffer_bytes = 0;  // module buffers, a sub-figure of weights
@@ -39,6 +54,7 @@ struct Prediction {
     return optimizer_step.Total() > early_backward.Total() ? optimizer_step
                                                            : early_backward;
   }
+  ZeroPricing zero;
   SizeTable table;
 };
 

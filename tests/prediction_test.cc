@@ -181,6 +181,23 @@ TEST(Prediction, PredictStatesTwentyOneGigabytesForTheOnePointThreeBillionGpt) {
             8 * 20 * p.parameters);
 }
 
+TEST(Prediction, ZeroStagesPartitionOptimizerStateThenGradientsThenWeights) {
+  for (int64_t n : {1, 8}) {
+    const Prediction p =
+        Predict(Preset("gpt-1.3b", {"--world-size", std::to_string(n)}));
+    const int64_t params = p.parameters;
+    EXPECT_EQ(p.zero.plain_bytes, 16 * params);
+    EXPECT_EQ(p.zero.stage1_bytes, 8 * params + 8 * params / n);
+    EXPECT_EQ(p.zero.stage2_bytes, 4 * params + 12 * params / n);
+    EXPECT_EQ(p.zero.stage3_bytes, 16 * params / n);
+    EXPECT_EQ(p.zero.duplicated_bytes, (n - 1) * 16 * params);
+  }
+  // Shards round up: mlp-tiny's 44,328 + 44,328 + 88,656 bytes over 5 ranks
+  // are 8,866 + 8,866 + 17,732 per rank.
+  const Prediction odd = Predict(Preset("mlp-tiny", {"--world-size", "5"}));
+  EXPECT_EQ(odd.zero.stage3_bytes, 8866 + 8866 + 17732);
+}
+
 TEST(Prediction, ThePeakIsTheLargerOfEarlyBackwardAndTheOptimizerStep) {
   // mlp-tiny: tiny activations, the optimizer step's two temporaries of the
   // 64x64 weight decide. gpt2-small: activations decide.
