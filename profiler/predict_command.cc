@@ -4,6 +4,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "profiler/breakdown_json.h"
 #include "profiler/errors.h"
 #include "profiler/human_bytes.h"
 
@@ -26,12 +27,6 @@ const char* KindName(RowKind kind) {
       return "workspace";
   }
   return "?";
-}
-
-Json BreakdownJson(const Breakdown& bytes) {
-  Json out = Json::object();
-  for (Category c : kAllCategories) out[CategoryName(c)] = bytes[Index(c)];
-  return out;
 }
 
 Json MomentJson(const PredictedMoment& m) {

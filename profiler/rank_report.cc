@@ -6,6 +6,8 @@
 
 #include <torch/version.h>
 
+#include "profiler/breakdown_json.h"
+
 #ifndef MEMPROF_GIT_SHA
 #define MEMPROF_GIT_SHA "unknown"
 #endif
@@ -14,12 +16,6 @@ namespace memprof {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-Json BreakdownJson(const Breakdown& bytes) {
-  Json out = Json::object();
-  for (Category c : kAllCategories) out[CategoryName(c)] = bytes[Index(c)];
-  return out;
-}
 
 Json PeakJson(const PeakPoint& peak) {
   return Json{{"total_bytes", peak.total_bytes},
