@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "profiler/errors.h"
+#include "profiler/schema_version.h"
 
 namespace memprof {
 namespace {
@@ -200,18 +201,15 @@ class Reader {
       Fail("schema", "expected a string, got " + Describe(schema));
     }
     const std::string found = schema.get<std::string>();
-    if (found == expected) return;
+    const std::string mismatch = SchemaMismatch(found, expected);
+    if (mismatch.empty()) return;
     std::string hint;
     if (found == kRankReportSchema) {
       hint = " (this is a rank report)";
     } else if (found == kBaselineSchema) {
       hint = " (this is a baseline)";
-    } else if (found.rfind(expected.substr(0, expected.find('/') + 1), 0) ==
-               0) {
-      hint = " (another version of the format)";
     }
-    Fail("schema",
-         "is '" + Shorten(found) + "', expected '" + expected + "'" + hint);
+    Fail("schema", mismatch + hint);
   }
 
   const std::string& origin() const { return origin_; }

@@ -22,6 +22,28 @@ void Raise(PeakPoint& point, int64_t total, const Breakdown& now, int64_t seq,
   point.bytes = now;
 }
 
+// Keeps the first and last points and, of each run of `stride` points in
+// between, the lowest and the highest total, in seq order.
+std::vector<SeriesPoint> Thin(std::vector<SeriesPoint> points) {
+  if (points.size() <= kMaxSeriesPoints) return points;
+  const size_t inner = points.size() - 2;
+  const size_t runs = (kMaxSeriesPoints - 2) / 2;
+  const size_t stride = (inner + runs - 1) / runs;
+  std::vector<SeriesPoint> kept = {points.front()};
+  for (size_t begin = 1; begin <= inner; begin += stride) {
+    const size_t end = std::min(begin + stride, inner + 1);
+    size_t low = begin, high = begin;
+    for (size_t i = begin; i < end; ++i) {
+      if (Sum(points[i].bytes) < Sum(points[low].bytes)) low = i;
+      if (Sum(points[i].bytes) > Sum(points[high].bytes)) high = i;
+    }
+    kept.push_back(points[std::min(low, high)]);
+    if (low != high) kept.push_back(points[std::max(low, high)]);
+  }
+  kept.push_back(points.back());
+  return kept;
+}
+
 }  // namespace
 
 Analysis Analyze(const Capture& capture, int32_t steady_from) {
@@ -65,9 +87,11 @@ Analysis Analyze(const Capture& capture, int32_t steady_from) {
     Segment segment;
     segment.step = mark.step;
     segment.phase = mark.phase;
+    const bool last = i + 1 == capture.marks.size();
     segment.begin_seq = mark.seq;
-    segment.end_seq = i + 1 < capture.marks.size() ? capture.marks[i + 1].seq
-                                                   : capture.end_seq;
+    segment.end_seq = last ? capture.end_seq : capture.marks[i + 1].seq;
+    segment.begin_ns = mark.time_ns;
+    segment.end_ns = last ? capture.end_ns : capture.marks[i + 1].time_ns;
     segment.begin_bytes = now;
     out.segments.push_back(segment);
     // Blocks live when a step opens count toward its own maxima.
@@ -120,6 +144,29 @@ Analysis Analyze(const Capture& capture, int32_t steady_from) {
     }
     if (mark_index + 1 >= capture.marks.size()) break;
     open_segment(++mark_index);
+  }
+
+  // The series: replay the events of the steady-state peak's step.
+  if (out.steady_peak.seq >= 0) {
+    out.series_step = out.steady_peak.step;
+    const Segment* first = nullptr;
+    int64_t end_seq = 0;
+    for (const Segment& segment : out.segments) {
+      if (segment.step != out.series_step) continue;
+      if (first == nullptr) first = &segment;
+      end_seq = segment.end_seq;
+    }
+    Breakdown live = first->begin_bytes;
+    // Right after the event before the step opened: the opening value.
+    std::vector<SeriesPoint> points = {
+        SeriesPoint{first->begin_seq - 1, live}};
+    for (int64_t seq = first->begin_seq; seq < end_seq; ++seq) {
+      const Event& event = events[seq - begin];
+      if (event.delta == 0) continue;
+      live[Index(event.category)] += event.delta;
+      points.push_back(SeriesPoint{seq, live});
+    }
+    out.series = Thin(std::move(points));
   }
 
   for (Stat& stat : out.stats) {

@@ -35,10 +35,23 @@ struct Segment {
   Phase phase = Phase::kIdle;
   int64_t begin_seq = 0;
   int64_t end_seq = 0;
+  int64_t begin_ns = 0;  // since the session began
+  int64_t end_ns = 0;
   Breakdown begin_bytes{};
   PeakPoint peak;  // seq -1 when the segment allocated nothing
   Breakdown end_bytes{};
 };
+
+// The live bytes right after the event at `seq` (an alloc or a free).
+struct SeriesPoint {
+  int64_t seq = 0;
+  Breakdown bytes{};
+};
+
+// At most this many points per series: a longer one keeps, of every run of
+// consecutive events, the points of lowest and highest total (so its peak
+// and its troughs survive).
+inline constexpr size_t kMaxSeriesPoints = 4096;
 
 struct Analysis {
   std::array<Stat, kNumCategories> stats{};  // whole session, final categories
@@ -50,6 +63,11 @@ struct Analysis {
   Breakdown steady_max{};  // each category's own maximum in the steady state
   std::vector<StepFigures> steps;  // steps 1..K
   std::vector<Segment> segments;   // in order
+  // Live bytes by category over the step of the steady-state peak: the
+  // value it opened with (at the seq before its first), then one point per
+  // event, thinned to kMaxSeriesPoints.
+  int32_t series_step = 0;  // 0: no steady-state peak
+  std::vector<SeriesPoint> series;
   int64_t allocations = 0;
 };
 

@@ -39,14 +39,22 @@ size_t Home(const void* ptr, size_t mask) {
          mask;
 }
 
-Lifetime ToLifetime(int64_t alloc_seq, int64_t free_seq, uint64_t tagged) {
+Lifetime ToLifetime(int64_t alloc_seq, int64_t free_seq, uint64_t tagged,
+                    const void* ptr) {
   Lifetime life;
+  life.address = reinterpret_cast<uintptr_t>(ptr);
   life.alloc_seq = alloc_seq;
   life.free_seq = free_seq;
   life.bytes = BytesOf(tagged);
   life.category = CategoryOfTag(tagged);
   life.flags = static_cast<uint8_t>(FlagsOf(tagged) & ~kFlagOwned);
   return life;
+}
+
+int64_t NanosecondsSince(std::chrono::steady_clock::time_point begin) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now() - begin)
+      .count();
 }
 
 }  // namespace
@@ -87,7 +95,7 @@ void MemoryTracker::Log::AppendTo(std::vector<Lifetime>& out) const {
     const size_t n = c < current_ ? kChunkEntries : used_;
     for (size_t i = 0; i < n; ++i) {
       const LogEntry& e = chunks_[c][i];
-      out.push_back(ToLifetime(e.alloc_seq, e.free_seq, e.tagged));
+      out.push_back(ToLifetime(e.alloc_seq, e.free_seq, e.tagged, e.ptr));
     }
   }
 }
@@ -170,23 +178,30 @@ void MemoryTracker::RecordFree(void* ptr) {
   freed_[Index(CategoryOfTag(slot.tagged))] += bytes;
   total_current_ -= bytes;
   if (logging_ && slot.seq >= begin_seq_) {
-    log_.Append(LogEntry{slot.seq, seq, slot.tagged});
+    log_.Append(LogEntry{slot.seq, seq, slot.tagged, slot.ptr});
   }
   EraseAt(index);
 }
 
 void MemoryTracker::BeginSession() {
+  const int64_t unix_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  begin_time_ = std::chrono::steady_clock::now();
   std::lock_guard<SpinLock> guard(lock_);
   log_.Clear();
   begin_seq_ = seq_;
   logging_ = true;
   marks_.clear();
-  marks_.push_back(PhaseMark{seq_, Phase::kIdle, 0});
+  marks_.push_back(PhaseMark{seq_, Phase::kIdle, 0, 0});
+  begin_unix_us_ = unix_us;
 }
 
 int64_t MemoryTracker::SetPhase(Phase phase, int32_t step) {
+  const int64_t time_ns = NanosecondsSince(begin_time_);
   std::lock_guard<SpinLock> guard(lock_);
-  marks_.push_back(PhaseMark{seq_, phase, step});
+  marks_.push_back(PhaseMark{seq_, phase, step, time_ns});
   return seq_;
 }
 
@@ -230,6 +245,8 @@ Capture MemoryTracker::EndSession() {
   Capture capture;
   capture.begin_seq = begin_seq_;
   capture.end_seq = seq_;
+  capture.begin_unix_us = begin_unix_us_;
+  capture.end_ns = NanosecondsSince(begin_time_);
   logging_ = false;
   log_.AppendTo(capture.lifetimes);
   log_.Clear();
@@ -238,7 +255,8 @@ Capture MemoryTracker::EndSession() {
     if (CategoryOfTag(slot.tagged) == Category::kPending) {
       Retag(slot, Category::kUnattributed);
     }
-    capture.lifetimes.push_back(ToLifetime(slot.seq, kLive, slot.tagged));
+    capture.lifetimes.push_back(
+        ToLifetime(slot.seq, kLive, slot.tagged, slot.ptr));
   }
   capture.marks.swap(marks_);
   marks_.clear();

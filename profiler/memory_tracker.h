@@ -20,7 +20,7 @@
 // RecordAlloc/RecordFree are the hot path: one spinlock (an atomic exchange
 // to take it, a plain store to release it), an insert or erase in a flat
 // open-addressing table of 24-byte slots, plain counters, and at a free one
-// 24-byte append to a log made of fixed chunks mapped straight from the OS
+// 32-byte append to a log made of fixed chunks mapped straight from the OS
 // (so the log neither copies on growth nor disturbs the malloc heap the
 // profiled program allocates from). `seq`, the Stats and the log are plain
 // fields under the lock: a pair costs two atomic operations in all, where a
@@ -38,6 +38,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -63,6 +64,7 @@ struct Lifetime {
   int64_t bytes = 0;
   Category category = Category::kUnattributed;  // final
   uint8_t flags = 0;                            // kFlagBuffer...
+  uint64_t address = 0;                         // the block's data pointer
 };
 
 // The loop entered `phase` of `step` when the counter stood at `seq`.
@@ -70,6 +72,7 @@ struct PhaseMark {
   int64_t seq = 0;
   Phase phase = Phase::kIdle;
   int32_t step = 0;
+  int64_t time_ns = 0;  // since the session began, steady clock
 };
 
 // Everything a session recorded; input of Analyze().
@@ -77,7 +80,9 @@ struct Capture {
   std::vector<Lifetime> lifetimes;  // unordered
   std::vector<PhaseMark> marks;     // by seq; marks[0] is the session start
   int64_t begin_seq = 0;
-  int64_t end_seq = 0;  // one past the last event
+  int64_t end_seq = 0;        // one past the last event
+  int64_t begin_unix_us = 0;  // wall clock when the session began
+  int64_t end_ns = 0;         // since the session began, steady clock
 };
 
 enum class ResolveResult { kResolved, kAlready, kNotFound, kConflict };
@@ -130,6 +135,7 @@ class MemoryTracker {
     int64_t alloc_seq;
     int64_t free_seq;
     Tagged tagged;
+    const void* ptr;
   };
   // Append-only chunks of LogEntry, mapped from the OS, reused by sessions.
   class Log {
@@ -171,12 +177,14 @@ class MemoryTracker {
   static void Retag(Slot& slot, Category to, uint8_t add_flags = 0);
 
   std::vector<PhaseMark> marks_;  // loop thread only
+  std::chrono::steady_clock::time_point begin_time_;  // loop thread only
 
   // The fields the hot path touches share two cache lines.
   alignas(64) mutable SpinLock lock_;
   bool logging_ = false;
   int64_t seq_ = 0;
   int64_t begin_seq_ = 0;
+  int64_t begin_unix_us_ = 0;
   int64_t count_ = 0;  // allocations recorded
   int64_t total_current_ = 0;
   int64_t total_peak_ = 0;

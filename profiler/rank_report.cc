@@ -85,11 +85,24 @@ nlohmann::ordered_json ToJson(const RankReport& r) {
                             {"phase", PhaseName(seg.phase)},
                             {"begin_seq", seg.begin_seq},
                             {"end_seq", seg.end_seq},
+                            {"begin_us", seg.begin_ns / 1000},
+                            {"end_us", seg.end_ns / 1000},
                             {"begin_bytes", BreakdownJson(seg.begin_bytes)},
                             {"peak_bytes", seg.peak.total_bytes},
                             {"peak_seq", seg.peak.seq},
                             {"peak_breakdown", BreakdownJson(seg.peak.bytes)},
                             {"end_bytes", BreakdownJson(seg.end_bytes)}});
+  }
+  Json series_seq = Json::array();
+  Json series_bytes = Json::object();
+  for (Category c : kAllCategories) {
+    series_bytes[CategoryName(c)] = Json::array();
+  }
+  for (const SeriesPoint& point : a.series) {
+    series_seq.push_back(point.seq);
+    for (Category c : kAllCategories) {
+      series_bytes[CategoryName(c)].push_back(point.bytes[Index(c)]);
+    }
   }
   Json redundancy = Json::object();
   for (const Redundancy& entry : r.redundancy) {
@@ -112,6 +125,7 @@ nlohmann::ordered_json ToJson(const RankReport& r) {
         {"git_sha", MEMPROF_GIT_SHA},
         {"hostname", Hostname()},
         {"pid", static_cast<int64_t>(::getpid())},
+        {"session_start_unix_us", r.capture.begin_unix_us},
         {"config", ToJson(r.config)}}},
       {"parameters", r.parameters},
       {"predicted_parameters", r.prediction.parameters},
@@ -126,6 +140,8 @@ nlohmann::ordered_json ToJson(const RankReport& r) {
         {"gradient_as_bucket_view", r.config.ddp.gradient_as_bucket_view}}},
       {"redundancy", redundancy},
       {"timeline", timeline},
+      {"series",
+       {{"step", a.series_step}, {"seq", series_seq}, {"bytes", series_bytes}}},
       {"hook",
        {{"installed", r.hooked},
         {"allocations", a.allocations},

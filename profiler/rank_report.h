@@ -34,6 +34,7 @@ struct RankReport {
   RunConfig config;
   int64_t parameters = 0;  // number of parameter elements (P)
   int64_t micro_batch = 0;
+  Capture capture;  // what Analysis was computed from
   Analysis analysis;
   Prediction prediction;     // for this rank's config and micro-batch
   int64_t buffer_bytes = 0;  // module buffers, a sub-figure of weights

@@ -163,7 +163,8 @@ RankReport RunRank(const RunConfig& config, ProcessGroup& group) {
       throw;
     }
     tracker.SetPhase(Phase::kIdle, 0);
-    const Capture capture = tracker.EndSession();
+    report.capture = tracker.EndSession();
+    const Capture& capture = report.capture;
     report.analysis = Analyze(
         capture, 1 + std::max(last_one_time_step, LastBucketFreeStep(capture)));
     for (const Lifetime& life : capture.lifetimes) {

@@ -1,0 +1,324 @@
+#include "profiler/run_reports.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "profiler/atomic_file.h"
+#include "profiler/category.h"
+#include "profiler/chrome_trace.h"
+#include "profiler/errors.h"
+#include "profiler/report_html.h"
+#include "profiler/report_markdown.h"
+#include "profiler/report_text.h"
+#include "profiler/schema_version.h"
+#include "profiler/summary.h"
+
+namespace memprof {
+namespace fs = std::filesystem;
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+enum class Kind { kInteger, kNumber, kString, kBool, kObject, kArray };
+
+const char* KindName(Kind kind) {
+  switch (kind) {
+    case Kind::kInteger:
+      return "an integer";
+    case Kind::kNumber:
+      return "a number";
+    case Kind::kString:
+      return "a string";
+    case Kind::kBool:
+      return "true or false";
+    case Kind::kObject:
+      return "an object";
+    case Kind::kArray:
+      return "an array";
+  }
+  return "?";
+}
+
+bool Is(const Json& value, Kind kind) {
+  switch (kind) {
+    case Kind::kInteger:
+      return value.is_number_integer();
+    case Kind::kNumber:
+      return value.is_number();
+    case Kind::kString:
+      return value.is_string();
+    case Kind::kBool:
+      return value.is_boolean();
+    case Kind::kObject:
+      return value.is_object();
+    case Kind::kArray:
+      return value.is_array();
+  }
+  return false;
+}
+
+std::string Join(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+const Json& Require(const Json& parent, const std::string& path,
+                    const std::string& key, Kind kind) {
+  const std::string where = Join(path, key);
+  const auto it = parent.find(key);
+  if (it == parent.end()) throw InputError(where + ": missing");
+  if (!Is(*it, kind)) {
+    throw InputError(where + ": expected " + KindName(kind) + ", got " +
+                     it->dump().substr(0, 40));
+  }
+  return *it;
+}
+
+void RequireAll(const Json& parent, const std::string& path,
+                std::initializer_list<const char*> keys, Kind kind) {
+  for (const char* key : keys) Require(parent, path, key, kind);
+}
+
+// Bytes by category: one integer per category name.
+void RequireBreakdown(const Json& parent, const std::string& path,
+                      const std::string& key) {
+  const Json& breakdown = Require(parent, path, key, Kind::kObject);
+  for (Category c : kAllCategories) {
+    Require(breakdown, Join(path, key), std::string(CategoryName(c)),
+            Kind::kInteger);
+  }
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(std::string("cannot read: ") + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw InputError("read error");
+  return text.str();
+}
+
+std::string RankPath(const std::string& dir, int rank) {
+  return (fs::path(dir) / ("rank-" + std::to_string(rank) + ".json")).string();
+}
+
+}  // namespace
+
+void ValidateRankReport(const Json& r) {
+  if (!r.is_object()) throw InputError("expected a JSON object");
+  const std::string schema = Require(r, "", "schema", Kind::kString);
+  const std::string mismatch = SchemaMismatch(schema, "memprof.rank/1");
+  if (!mismatch.empty()) throw InputError("schema: " + mismatch);
+
+  const Json& context = Require(r, "", "context", Kind::kObject);
+  RequireAll(context, "context", {"rank", "world_size", "session_start_unix_us"},
+             Kind::kInteger);
+  RequireAll(context, "context",
+             {"hostname", "device", "backend", "libtorch_version", "git_sha"},
+             Kind::kString);
+  const Json& config = Require(context, "context", "config", Kind::kObject);
+  Require(config, "context.config", "model", Kind::kString);
+  const Json& train = Require(config, "context.config", "train", Kind::kObject);
+  RequireAll(train, "context.config.train", {"steps", "micro_batch"},
+             Kind::kInteger);
+  Require(train, "context.config.train", "optimizer", Kind::kString);
+  const Json& hook = Require(r, "", "hook", Kind::kObject);
+  if (!Require(hook, "hook", "installed", Kind::kBool).get<bool>()) {
+    throw InputError(
+        "hook.installed: false (a --no-hook run has step times only, no "
+        "memory figures to report)");
+  }
+  RequireAll(r, "", {"parameters", "predicted_parameters", "micro_batch"},
+             Kind::kInteger);
+
+  const Json& categories = Require(r, "", "categories", Kind::kObject);
+  for (Category c : kAllCategories) {
+    const std::string name(CategoryName(c));
+    const Json& entry = Require(categories, "categories", name, Kind::kObject);
+    RequireAll(entry, "categories." + name,
+               {"measured_bytes", "peak_bytes", "predicted_bytes", "end_bytes",
+                "allocated_bytes", "freed_bytes"},
+               Kind::kInteger);
+  }
+
+  const Json& peak = Require(r, "", "peak", Kind::kObject);
+  RequireAll(peak, "peak", {"total_bytes", "step", "seq", "first_step"},
+             Kind::kInteger);
+  Require(peak, "peak", "phase", Kind::kString);
+  RequireBreakdown(peak, "peak", "breakdown");
+  const Json& predicted = Require(peak, "peak", "predicted", Kind::kObject);
+  Require(predicted, "peak.predicted", "total_bytes", Kind::kInteger);
+  RequireAll(predicted, "peak.predicted", {"phase", "what"}, Kind::kString);
+  RequireBreakdown(predicted, "peak.predicted", "breakdown");
+
+  const Json& steps = Require(r, "", "steps", Kind::kArray);
+  if (steps.empty()) throw InputError("steps: empty (no step ran)");
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const std::string path = "steps[" + std::to_string(i) + "]";
+    if (!steps[i].is_object()) throw InputError(path + ": expected an object");
+    RequireAll(steps[i], path, {"step", "peak_bytes"}, Kind::kInteger);
+    Require(steps[i], path, "steady_state", Kind::kBool);
+    Require(steps[i], path, "seconds", Kind::kNumber);
+    Require(steps[i], path, "peak_phase", Kind::kString);
+    RequireBreakdown(steps[i], path, "breakdown");
+  }
+
+  const Json& timeline = Require(r, "", "timeline", Kind::kArray);
+  for (size_t i = 0; i < timeline.size(); ++i) {
+    const std::string path = "timeline[" + std::to_string(i) + "]";
+    const Json& segment = timeline[i];
+    if (!segment.is_object()) throw InputError(path + ": expected an object");
+    RequireAll(segment, path,
+               {"step", "begin_seq", "end_seq", "begin_us", "end_us",
+                "peak_bytes", "peak_seq"},
+               Kind::kInteger);
+    Require(segment, path, "phase", Kind::kString);
+    for (const char* key : {"begin_bytes", "peak_breakdown", "end_bytes"}) {
+      RequireBreakdown(segment, path, key);
+    }
+  }
+
+  const Json& series = Require(r, "", "series", Kind::kObject);
+  Require(series, "series", "step", Kind::kInteger);
+  const Json& seq = Require(series, "series", "seq", Kind::kArray);
+  const Json& bytes = Require(series, "series", "bytes", Kind::kObject);
+  for (Category c : kAllCategories) {
+    const std::string name(CategoryName(c));
+    const Json& values = Require(bytes, "series.bytes", name, Kind::kArray);
+    if (values.size() != seq.size()) {
+      throw InputError("series.bytes." + name + ": " +
+                       std::to_string(values.size()) + " values for " +
+                       std::to_string(seq.size()) + " points");
+    }
+    for (const Json& v : values) {
+      if (!v.is_number_integer()) {
+        throw InputError("series.bytes." + name + ": expected integers");
+      }
+    }
+  }
+  for (const Json& v : seq) {
+    if (!v.is_number_integer()) throw InputError("series.seq: expected integers");
+  }
+
+  const Json& redundancy = Require(r, "", "redundancy", Kind::kObject);
+  for (const auto& [name, entry] : redundancy.items()) {
+    const std::string path = "redundancy." + name;
+    if (!entry.is_object()) throw InputError(path + ": expected an object");
+    RequireAll(entry, path, {"bytes", "redundant_bytes"}, Kind::kInteger);
+    Require(entry, path, "identical_across_ranks", Kind::kBool);
+  }
+}
+
+RunView RunViewOf(const std::string& dir, std::vector<Json> ranks) {
+  RunView view;
+  view.dir = dir;
+  view.world_size = static_cast<int>(ranks.size());
+  view.ranks = std::move(ranks);
+  view.summary = BuildSummary(view.ranks);
+  return view;
+}
+
+RunView LoadRunView(const std::string& dir) {
+  std::error_code error;
+  if (!fs::is_directory(dir, error)) {
+    throw InputError(
+        "--run " + dir + ": " +
+        (fs::exists(dir, error) ? "not a directory" : "no such directory") +
+        "; pass the --out directory of 'memprof profile'");
+  }
+  // rank-<r>.json files present, by rank.
+  std::map<int, std::string> files;
+  static const std::regex kRankFile("rank-(0|[1-9][0-9]{0,5})\\.json");
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
+    std::smatch match;
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, match, kRankFile)) {
+      files[std::stoi(match[1].str())] = entry.path().string();
+    }
+  }
+  if (files.empty()) {
+    throw InputError("--run " + dir +
+                     ": no rank-<r>.json; pass the --out directory of "
+                     "'memprof profile'");
+  }
+
+  RunView view;
+  view.dir = dir;
+  std::map<int, Json> good;
+  std::vector<RankFileProblem> problems;
+  for (const auto& [rank, path] : files) {
+    try {
+      Json doc;
+      try {
+        doc = Json::parse(ReadText(path));
+      } catch (const Json::parse_error& e) {
+        throw InputError(std::string("not JSON: ") + e.what());
+      }
+      ValidateRankReport(doc);
+      const int named = doc["context"]["rank"].get<int>();
+      if (named != rank) {
+        throw InputError("context.rank is " + std::to_string(named) +
+                         ", but the file is rank " + std::to_string(rank) +
+                         "'s");
+      }
+      good.emplace(rank, std::move(doc));
+    } catch (const InputError& e) {
+      problems.push_back(RankFileProblem{rank, path, e.what()});
+    }
+  }
+  for (const auto& [rank, doc] : good) {
+    view.world_size =
+        std::max(view.world_size, doc["context"]["world_size"].get<int>());
+  }
+  if (good.empty()) {
+    std::string message = "--run " + dir + ": no usable rank report:";
+    for (const RankFileProblem& p : problems) {
+      message += "\n  " + p.path + ": " + p.reason;
+    }
+    throw InputError(message + "\nrerun 'memprof profile --out " + dir + "'");
+  }
+  for (int rank = 0; rank < view.world_size; ++rank) {
+    if (files.count(rank) == 0) {
+      problems.push_back(
+          RankFileProblem{rank, RankPath(dir, rank), "missing"});
+    }
+  }
+  for (auto it = good.begin(); it != good.end();) {
+    const int size = it->second["context"]["world_size"].get<int>();
+    if (it->first >= view.world_size || size != view.world_size) {
+      problems.push_back(RankFileProblem{
+          it->first, files[it->first],
+          "context.world_size is " + std::to_string(size) +
+              ", but the run has " + std::to_string(view.world_size) +
+              " ranks"});
+      it = good.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::sort(problems.begin(), problems.end(),
+            [](const RankFileProblem& a, const RankFileProblem& b) {
+              return a.rank < b.rank;
+            });
+  for (auto& [rank, doc] : good) view.ranks.push_back(std::move(doc));
+  view.problems = std::move(problems);
+  view.summary = BuildSummary(view.ranks);
+  return view;
+}
+
+void WriteRunReports(const RunView& view) {
+  const ReportText text = BuildReportText(view);
+  const fs::path dir(view.dir);
+  WriteFileAtomically((dir / "report.md").string(), FormatReportMarkdown(text));
+  WriteFileAtomically((dir / "report.html").string(),
+                      FormatReportHtml(view, text));
+  WriteFileAtomically((dir / "trace.json").string(),
+                      ChromeTraceJson(view).dump() + "\n");
+}
+
+}  // namespace memprof
