@@ -252,6 +252,28 @@ BaselineArgs ParseBaselineArgs(const std::vector<std::string>& words) {
   return args;
 }
 
+ReportArgs ParseReportArgs(const std::vector<std::string>& words) {
+  ReportArgs args;
+  po::options_description flags("Options");
+  flags.add_options()("help,h", "print this help")(
+      "run", po::value(&args.run_dir),
+      "run directory: the --out of memprof profile (or a copy of its "
+      "rank-<r>.json files)");
+  const po::variables_map vm = ParseFlags(words, flags, "report");
+  if (vm.count("help")) {
+    std::ostringstream text;
+    text << "usage: memprof report --run DIR\n\n"
+            "Renders DIR/report.md, report.html and trace.json again from "
+            "DIR/rank-<r>.json alone.\n\n"
+         << flags;
+    args.help = true;
+    args.help_text = text.str();
+    return args;
+  }
+  Require(vm, "run", "report", "DIR");
+  return args;
+}
+
 int FindKeyLine(const std::string& path, const std::string& key) {
   std::ifstream in(path);
   std::string line, section;

@@ -63,9 +63,16 @@ struct BaselineArgs {
   std::string help_text;
 };
 
-// `args` are the words after "check" / "baseline".
+struct ReportArgs {
+  std::string run_dir;
+  bool help = false;
+  std::string help_text;
+};
+
+// `args` are the words after "check" / "baseline" / "report".
 CheckArgs ParseCheckArgs(const std::vector<std::string>& args);
 BaselineArgs ParseBaselineArgs(const std::vector<std::string>& args);
+ReportArgs ParseReportArgs(const std::vector<std::string>& args);
 
 // 1-based line of `key` ("mlp.hidden") in an INI file; 0 when absent.
 int FindKeyLine(const std::string& path, const std::string& key);

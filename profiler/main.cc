@@ -14,6 +14,7 @@
 #include "profiler/config_cli.h"
 #include "profiler/errors.h"
 #include "profiler/predict_command.h"
+#include "profiler/report_command.h"
 
 namespace {
 
@@ -26,6 +27,7 @@ constexpr const char* kUsage =
     "  baseline --run DIR --out FILE\n"
     "  check --baseline FILE --run DIR [--tolerance 1%] [--markdown FILE] "
     "[--strict]\n"
+    "  report --run DIR\n"
     "run 'memprof <command> --help' for its options\n";
 
 int Main(const std::vector<std::string>& words) {
@@ -58,9 +60,17 @@ int Main(const std::vector<std::string>& words) {
     }
     return memprof::RunCheckCommand(args);
   }
+  if (words[0] == "report") {
+    const memprof::ReportArgs args = memprof::ParseReportArgs(rest);
+    if (args.help) {
+      std::cout << args.help_text;
+      return memprof::kExitOk;
+    }
+    return memprof::RunReportCommand(args);
+  }
   throw memprof::InputError(
       "unknown command '" + words[0] +
-      "'; known commands: profile, predict, baseline, check");
+      "'; known commands: profile, predict, baseline, check, report");
 }
 
 // `profile` runs in memprof-profile, next to this executable, with the

@@ -9,7 +9,10 @@
 #include "profiler/ddp_engine.h"
 #include "profiler/errors.h"
 #include "profiler/launcher.h"
+#include "profiler/memory_snapshot.h"
 #include "profiler/rank_env.h"
+#include "profiler/report_command.h"
+#include "profiler/run_reports.h"
 #include "profiler/summary.h"
 #include "profiler/trainer.h"
 
@@ -64,6 +67,11 @@ std::vector<std::string> RunThisRank(const RunConfig& config,
   const std::string rank_json = ToJson(report).dump(2) + "\n";
   Write(fs::path(out_dir) / ("rank-" + std::to_string(group.rank()) + ".json"),
         rank_json);
+  if (!no_hook) {
+    Write(fs::path(out_dir) /
+              ("snapshot-" + std::to_string(group.rank()) + ".json"),
+          MemorySnapshotJson(report.capture, group.rank()).dump() + "\n");
+  }
   // Rank 0 gets every report through the group, so the summary needs no
   // shared filesystem.
   std::vector<std::string> all = group.AllGather(rank_json);
@@ -78,10 +86,14 @@ std::vector<std::string> RunThisRank(const RunConfig& config,
   for (const std::string& text : all) {
     ranks.push_back(nlohmann::ordered_json::parse(text));
   }
-  const nlohmann::ordered_json summary = BuildSummary(ranks);
-  Write(fs::path(out_dir) / "summary.json", summary.dump(2) + "\n");
-  std::cout << FormatSummaryTable(summary) << "reports: " << out_dir << "/\n"
-            << std::flush;
+  const RunView view = RunViewOf(out_dir, std::move(ranks));
+  Write(fs::path(out_dir) / "summary.json", view.summary.dump(2) + "\n");
+  std::cout << FormatSummaryTable(view.summary);
+  try {
+    RenderRunReports(view, std::cout, std::cerr);
+  } catch (const InputError& e) {
+    throw RunFailure(e.what());
+  }
   return all;
 }
 

@@ -14,6 +14,7 @@ MEMPROF_PACKAGES=(
   libbenchmark-dev
   libxxhash-dev
   clang libclang-rt-14-dev  # fuzz/baseline_fuzzer (libFuzzer)
+  chromium              # the report.html test renders the page headless
 )
 
 memprof_install_deps() {

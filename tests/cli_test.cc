@@ -1,6 +1,8 @@
 // The memprof binary end to end: exit codes, messages, files written whole.
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -44,13 +46,62 @@ TEST_F(CliTest, ProfileWritesTheRankReportWholeAndPrintsTheTable) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("weights"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("steady-state peak"), std::string::npos);
-  EXPECT_TRUE(fs::exists(fs::path(Out()) / "rank-0.json"));
-  EXPECT_TRUE(fs::exists(fs::path(Out()) / "summary.json"));
+  const std::set<std::string> expected = {
+      "rank-0.json", "summary.json", "snapshot-0.json",
+      "report.md",   "report.html",  "trace.json"};
+  std::set<std::string> found;
   for (const auto& entry : fs::directory_iterator(Out())) {
-    const std::string name = entry.path().filename();
-    EXPECT_TRUE(name == "rank-0.json" || name == "summary.json")
-        << "left behind: " << entry.path();
+    found.insert(entry.path().filename());
   }
+  EXPECT_EQ(found, expected) << "a file missing, or a temporary left behind";
+}
+
+// snapshot-0.json replayed: the blocks live at the end, the peak and every
+// category's allocated and freed bytes are the rank report's, to the byte.
+TEST_F(CliTest, SnapshotPerCategorySumsMatchTheRankReport) {
+  const Result r =
+      RunMemprof(std::string("profile --config ") + kTiny + " --out " + Out());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  using Json = nlohmann::json;
+  const Json rank = Json::parse(std::ifstream(fs::path(Out()) / "rank-0.json"));
+  const Json snapshot =
+      Json::parse(std::ifstream(fs::path(Out()) / "snapshot-0.json"));
+  EXPECT_EQ(snapshot["memprof"]["schema"], "memprof.snapshot/1");
+  const int64_t peak_seq = rank["peak"]["seq"].get<int64_t>();
+  std::map<std::string, int64_t> live, at_peak, allocated, freed, in_segments;
+  bool unknown = false;
+  for (const Json& e : snapshot["device_traces"].at(0)) {
+    const std::string category = e["category"];
+    unknown = unknown || category == "unknown";
+    const int64_t size = e["size"].get<int64_t>();
+    if (e["action"] == "alloc") {
+      live[category] += size;
+      allocated[category] += size;
+    } else if (e["action"] == "free_completed") {
+      live[category] -= size;
+      freed[category] += size;
+    }
+    if (e["seq"].get<int64_t>() <= peak_seq) at_peak = live;
+  }
+  EXPECT_TRUE(unknown) << "the viewer needs a category named unknown";
+  for (const Json& segment : snapshot["segments"]) {
+    int64_t tiled = 0;
+    for (const Json& block : segment["blocks"]) {
+      tiled += block["size"].get<int64_t>();
+      in_segments[block["category"]] += block["size"].get<int64_t>();
+    }
+    EXPECT_EQ(tiled, segment["total_size"].get<int64_t>());
+  }
+  for (const auto& [name, entry] : rank["categories"].items()) {
+    EXPECT_EQ(in_segments[name], entry["end_bytes"].get<int64_t>()) << name;
+    EXPECT_EQ(live[name], entry["end_bytes"].get<int64_t>()) << name;
+    EXPECT_EQ(allocated[name], entry["allocated_bytes"].get<int64_t>())
+        << name;
+    EXPECT_EQ(freed[name], entry["freed_bytes"].get<int64_t>()) << name;
+    EXPECT_EQ(at_peak[name], rank["peak"]["breakdown"][name].get<int64_t>())
+        << name;
+  }
+  EXPECT_GT(allocated["weights"], 0);
 }
 
 TEST_F(CliTest, MissingConfigIsBadInput) {

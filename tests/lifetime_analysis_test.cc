@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace memprof {
 namespace {
 
@@ -99,6 +101,53 @@ TEST(Analyze, SingleStepIsItsOwnSteadyState) {
   EXPECT_EQ(a.steady_first_step, 1);
   EXPECT_EQ(a.steady_peak.total_bytes, 8);
   EXPECT_EQ(a.steady_peak.seq, 10);
+}
+
+TEST(Analyze, SeriesReplaysTheSteadyPeaksStepEventByEvent) {
+  const Analysis a = Analyze(TwoSteps());
+  ASSERT_EQ(a.series_step, 2);
+  // The value the step opened with (after seq 6), then seqs 7..10.
+  ASSERT_EQ(a.series.size(), 5u);
+  const int64_t seqs[] = {6, 7, 8, 9, 10};
+  const int64_t weights[] = {100, 100, 100, 100, 100};
+  const int64_t activations[] = {0, 60, 60, 0, 0};
+  const int64_t temporaries[] = {0, 0, 5, 5, 0};
+  for (size_t i = 0; i < a.series.size(); ++i) {
+    EXPECT_EQ(a.series[i].seq, seqs[i]) << i;
+    EXPECT_EQ(a.series[i].bytes[kW], weights[i]) << i;
+    EXPECT_EQ(a.series[i].bytes[kA], activations[i]) << i;
+    EXPECT_EQ(a.series[i].bytes[kT], temporaries[i]) << i;
+  }
+  EXPECT_EQ(Sum(a.series[2].bytes), a.steady_peak.total_bytes);
+}
+
+TEST(Analyze, LongSeriesIsThinnedKeepingItsPeakAndEnds) {
+  // One step of 20,000 alloc/free pairs whose sizes rise and fall, so the
+  // step's peak lies inside the sequence, not at either end.
+  constexpr int64_t kPairs = 20000;
+  Capture capture;
+  capture.begin_seq = 0;
+  capture.end_seq = 2 * kPairs + 1;
+  capture.marks = {{0, Phase::kIdle, 0}, {1, Phase::kForward, 1}};
+  capture.lifetimes.push_back(Block(0, kLive, 1000, Category::kWeights));
+  for (int64_t i = 0; i < kPairs; ++i) {
+    const int64_t bytes = 1 + (i * 7919) % 10007;  // peak at some inner i
+    capture.lifetimes.push_back(
+        Block(1 + 2 * i, 2 + 2 * i, bytes, Category::kTemporaries));
+  }
+  const Analysis a = Analyze(capture, /*steady_from=*/1);
+  ASSERT_EQ(a.series_step, 1);
+  ASSERT_LE(a.series.size(), kMaxSeriesPoints);
+  ASSERT_GE(a.series.size(), kMaxSeriesPoints / 2);
+  EXPECT_EQ(a.series.front().seq, 0);
+  EXPECT_EQ(a.series.back().seq, 2 * kPairs);
+  int64_t largest = 0;
+  for (size_t i = 0; i < a.series.size(); ++i) {
+    largest = std::max(largest, Sum(a.series[i].bytes));
+    if (i > 0) EXPECT_LT(a.series[i - 1].seq, a.series[i].seq);
+  }
+  EXPECT_EQ(largest, a.steady_peak.total_bytes);
+  EXPECT_EQ(a.steady_peak.total_bytes, 1000 + 10007);
 }
 
 }  // namespace

@@ -1,0 +1,123 @@
+// snapshot-<r>.json: PyTorch's memory-snapshot layout over a hand-made
+// capture, replayed the way the memory viewer replays it.
+#include "profiler/memory_snapshot.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "profiler/lifetime_analysis.h"
+
+namespace memprof {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Lifetime Block(int64_t alloc, int64_t free, int64_t bytes, Category c,
+               uint64_t address) {
+  Lifetime life;
+  life.alloc_seq = alloc;
+  life.free_seq = free;
+  life.bytes = bytes;
+  life.category = c;
+  life.address = address;
+  return life;
+}
+
+// Weights live throughout, an activation and a temporary freed in the step,
+// and a second temporary reusing the first one's address.
+Capture Session() {
+  Capture capture;
+  capture.begin_seq = 4;
+  capture.end_seq = 10;
+  capture.marks = {{4, Phase::kModelInit, 0}, {5, Phase::kForward, 1},
+                   {8, Phase::kBackward, 1}, {10, Phase::kIdle, 0}};
+  // Unordered, as EndSession hands them over.
+  capture.lifetimes = {
+      Block(6, 7, 30, Category::kTemporaries, 0x3000),
+      Block(4, kLive, 100, Category::kWeights, 0x1000),
+      Block(5, 9, 50, Category::kActivations, 0x2000),
+      Block(8, kLive, 12, Category::kTemporaries, 0x3000),
+  };
+  return capture;
+}
+
+TEST(MemorySnapshot, TraceIsInSeqOrderWithEveryFieldTheViewerReads) {
+  const Json snapshot = MemorySnapshotJson(Session(), /*rank=*/3);
+  EXPECT_EQ(snapshot["memprof"]["schema"], kSnapshotSchema);
+  EXPECT_EQ(snapshot["memprof"]["rank"], 3);
+  ASSERT_EQ(snapshot["device_traces"].size(), 1u);
+  const Json& trace = snapshot["device_traces"][0];
+  ASSERT_FALSE(trace.empty());
+  EXPECT_EQ(trace[0]["action"], "snapshot");
+  EXPECT_EQ(trace[0]["category"], "unknown");
+  std::vector<std::string> actions;
+  int64_t last_seq = -1;
+  for (const Json& e : trace) {
+    for (const char* key : {"action", "addr", "size", "stream", "frames",
+                            "seq", "category"}) {
+      EXPECT_TRUE(e.contains(key)) << key << " in " << e.dump();
+    }
+    EXPECT_TRUE(e["frames"].is_array());
+    EXPECT_GE(e["seq"].get<int64_t>(), last_seq);
+    last_seq = e["seq"].get<int64_t>();
+    actions.push_back(e["action"].get<std::string>() + "@" +
+                      std::to_string(e["seq"].get<int64_t>()));
+  }
+  const std::vector<std::string> expected = {
+      "snapshot@4",      "segment_alloc@4",  "alloc@4",
+      "segment_alloc@5", "alloc@5",          "segment_alloc@6",
+      "alloc@6",         "free_requested@7", "free_completed@7",
+      "segment_free@7",  "segment_alloc@8",  "alloc@8",
+      "free_requested@9", "free_completed@9", "segment_free@9"};
+  EXPECT_EQ(actions, expected);
+  EXPECT_EQ(trace[6]["addr"], 0x3000);
+  EXPECT_EQ(trace[6]["category"], "temporaries");
+}
+
+TEST(MemorySnapshot, SegmentsAreTheLiveBlocksTiledExactly) {
+  const Capture capture = Session();
+  const Json snapshot = MemorySnapshotJson(capture, 0);
+  const Analysis analysis = Analyze(capture, /*steady_from=*/1);
+  std::map<std::string, int64_t> live;
+  ASSERT_EQ(snapshot["segments"].size(), 2u);
+  for (const Json& segment : snapshot["segments"]) {
+    EXPECT_EQ(segment["device"], 0);
+    int64_t tiled = 0;
+    for (const Json& block : segment["blocks"]) {
+      EXPECT_EQ(block["state"], "active_allocated");
+      EXPECT_EQ(block["size"], block["requested_size"]);
+      tiled += block["size"].get<int64_t>();
+      live[block["category"]] += block["size"].get<int64_t>();
+    }
+    EXPECT_EQ(tiled, segment["total_size"].get<int64_t>());
+  }
+  EXPECT_EQ(snapshot["segments"][0]["address"], 0x1000);
+  for (Category c : kAllCategories) {
+    const std::string name(CategoryName(c));
+    EXPECT_EQ(live[name], analysis.stats[Index(c)].current) << name;
+  }
+}
+
+TEST(MemorySnapshot, ReplayUpToThePeakGivesThePeakBreakdown) {
+  const Capture capture = Session();
+  const Json snapshot = MemorySnapshotJson(capture, 0);
+  const Analysis analysis = Analyze(capture, /*steady_from=*/1);
+  std::map<std::string, int64_t> live;
+  for (const Json& e : snapshot["device_traces"][0]) {
+    if (e["seq"].get<int64_t>() > analysis.steady_peak.seq) break;
+    if (e["action"] == "alloc") live[e["category"]] += e["size"].get<int64_t>();
+    if (e["action"] == "free_completed") {
+      live[e["category"]] -= e["size"].get<int64_t>();
+    }
+  }
+  EXPECT_EQ(analysis.steady_peak.total_bytes, 180);  // seq 6: 100 + 50 + 30
+  for (Category c : kAllCategories) {
+    const std::string name(CategoryName(c));
+    EXPECT_EQ(live[name], analysis.steady_peak.bytes[Index(c)]) << name;
+  }
+}
+
+}  // namespace
+}  // namespace memprof

@@ -1,0 +1,270 @@
+// report.md (golden file), trace.json and `memprof report --run DIR` over the
+// committed rank reports of a two-rank mlp-tiny run (tests/data/).
+//
+// To refresh the golden file after a deliberate change of report.md:
+//   MEMPROF_UPDATE_GOLDEN=1 build/tests/memprof_unit_tests \
+//     --gtest_filter='ReportMarkdown.*'
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "profiler/category.h"
+#include "profiler/chrome_trace.h"
+#include "profiler/errors.h"
+#include "profiler/report_markdown.h"
+#include "profiler/report_text.h"
+#include "profiler/run_reports.h"
+#include "tests/run_command.h"
+
+namespace memprof {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+const fs::path kFixture = MEMPROF_SOURCE_DIR "/tests/data/run-mlp-tiny-ws2";
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void WriteFile(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// A fresh copy of the fixture's rank reports, removed at the end.
+class RunDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("memprof-report-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    for (const char* name : {"rank-0.json", "rank-1.json"}) {
+      fs::copy_file(kFixture / name, dir_ / name);
+    }
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  CommandResult Report() const {
+    return RunMemprof("report --run " + dir_.string());
+  }
+  bool Exists(const char* name) const { return fs::exists(dir_ / name); }
+
+  fs::path dir_;
+};
+
+// ------------------------------------------------------------ report.md
+
+TEST(ReportMarkdown, MatchesTheGoldenFile) {
+  const RunView view = LoadRunView(kFixture.string());
+  ASSERT_TRUE(view.complete());
+  const std::string markdown = FormatReportMarkdown(BuildReportText(view));
+  const fs::path golden = kFixture / "report.golden.md";
+  if (std::getenv("MEMPROF_UPDATE_GOLDEN") != nullptr) {
+    WriteFile(golden, markdown);
+  }
+  EXPECT_EQ(markdown, ReadFile(golden))
+      << "report.md changed; if on purpose, refresh the golden file (see the "
+         "top of this test)";
+}
+
+TEST(ReportMarkdown, ReadsInHumanUnitsInCategoryOrder) {
+  const RunView view = LoadRunView(kFixture.string());
+  const std::string markdown = FormatReportMarkdown(BuildReportText(view));
+  // The categories table lists every category once, in category order.
+  size_t at = markdown.find("## Memory by category");
+  ASSERT_NE(at, std::string::npos);
+  for (Category c : kAllCategories) {
+    const size_t row = markdown.find("| " + std::string(CategoryName(c)) + " |", at);
+    ASSERT_NE(row, std::string::npos) << CategoryName(c);
+    at = row;
+  }
+  // Weights of mlp-tiny: 44,328 B = 43.3 KiB, on both ranks.
+  const std::string weights_row =
+      markdown.substr(markdown.find("| weights |"), 200);
+  EXPECT_NE(weights_row.find("43.3 KiB"), std::string::npos) << weights_row;
+  EXPECT_NE(markdown.find("bit-identical on all 2 ranks"), std::string::npos);
+  EXPECT_NE(markdown.find("held in duplicate"), std::string::npos);
+  EXPECT_NE(markdown.find("## Peak"), std::string::npos);
+  EXPECT_NE(markdown.find("## Steps"), std::string::npos);
+  EXPECT_EQ(markdown.find("Incomplete"), std::string::npos);
+}
+
+// ------------------------------------------------------------ trace.json
+
+TEST(ChromeTrace, OneProcessPerRankWithPhaseSpansInMicroseconds) {
+  const RunView view = LoadRunView(kFixture.string());
+  const Json trace = Json::parse(ChromeTraceJson(view).dump());
+  ASSERT_TRUE(trace["traceEvents"].is_array());
+  std::map<int, std::string> names;
+  std::map<int, int> phases;
+  for (const Json& e : trace["traceEvents"]) {
+    ASSERT_TRUE(e.contains("ph") && e.contains("pid")) << e.dump();
+    if (e["ph"] == "M" && e["name"] == "process_name") {
+      names[e["pid"].get<int>()] = e["args"]["name"];
+    }
+    if (e["ph"] == "X" && e["cat"] == "phase") {
+      ++phases[e["pid"].get<int>()];
+      EXPECT_GE(e["dur"].get<double>(), 0);
+      EXPECT_GE(e["ts"].get<double>(), 0);
+    }
+  }
+  ASSERT_EQ(names.size(), 2u);
+  EXPECT_EQ(names[0].rfind("rank 0", 0), 0u) << names[0];
+  EXPECT_EQ(names[1].rfind("rank 1", 0), 0u) << names[1];
+  for (const Json& rank : view.ranks) {
+    const int r = rank["context"]["rank"];
+    EXPECT_EQ(phases[r], static_cast<int>(rank["timeline"].size()));
+    // The last phase ends at the session's length, in microseconds.
+    const Json& last = rank["timeline"].back();
+    EXPECT_GT(last["end_us"].get<int64_t>(), 1000) << "under a millisecond?";
+  }
+}
+
+TEST(ChromeTrace, CounterTracksCarryTheRankReportsFiguresAtTheSamePoints) {
+  const RunView view = LoadRunView(kFixture.string());
+  const Json trace = ChromeTraceJson(view);
+  // Counter values by (rank, track), in file order.
+  std::map<std::pair<int, std::string>, std::vector<int64_t>> tracks;
+  std::map<std::pair<int, std::string>, std::vector<double>> times;
+  for (const Json& e : trace["traceEvents"]) {
+    if (e["ph"] != "C") continue;
+    const auto key = std::make_pair(e["pid"].get<int>(), e["name"].get<std::string>());
+    tracks[key].push_back(e["args"]["bytes"].get<int64_t>());
+    times[key].push_back(e["ts"].get<double>());
+  }
+  for (const Json& rank : view.ranks) {
+    const int r = rank["context"]["rank"];
+    const Json& timeline = rank["timeline"];
+    for (Category c : kAllCategories) {
+      const std::string name(CategoryName(c));
+      std::vector<int64_t> expected;
+      for (size_t i = 0; i < timeline.size(); ++i) {
+        expected.push_back(timeline[i]["begin_bytes"][name]);
+        if (timeline[i]["peak_seq"].get<int64_t>() >= 0) {
+          expected.push_back(timeline[i]["peak_breakdown"][name]);
+        }
+      }
+      expected.push_back(timeline.back()["end_bytes"][name]);
+      EXPECT_EQ(tracks[std::make_pair(r, name)], expected) << "rank " << r << " " << name;
+      const std::vector<double>& ts = times[std::make_pair(r, name)];
+      for (size_t i = 1; i < ts.size(); ++i) EXPECT_LE(ts[i - 1], ts[i]);
+    }
+    // The steady-state peak is one of the points of the total track.
+    const std::vector<int64_t>& total = tracks[std::make_pair(r, std::string("total"))];
+    EXPECT_NE(std::find(total.begin(), total.end(),
+                        rank["peak"]["total_bytes"].get<int64_t>()),
+              total.end())
+        << "rank " << r;
+  }
+}
+
+// ------------------------------------------------------- memprof report
+
+TEST_F(RunDir, ReportRendersTheThreeFilesFromRankReportsAlone) {
+  const CommandResult r = Report();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* name : {"report.md", "report.html", "trace.json"}) {
+    EXPECT_TRUE(Exists(name)) << name;
+  }
+  EXPECT_EQ(ReadFile(dir_ / "report.md"),
+            ReadFile(kFixture / "report.golden.md"));
+  EXPECT_NO_THROW(Json::parse(ReadFile(dir_ / "trace.json")));
+  const std::string html = ReadFile(dir_ / "report.html");
+  EXPECT_NE(html.find("id=\"predicted-vs-measured\""), std::string::npos);
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos)
+        << "left behind: " << entry.path();
+  }
+}
+
+TEST_F(RunDir, MissingRankIsNamedExitsTwoAndTheRestIsRenderedIncomplete) {
+  fs::remove(dir_ / "rank-1.json");
+  const CommandResult r = Report();
+  EXPECT_EQ(r.exit_code, kExitBadInput) << r.output;
+  EXPECT_NE(r.output.find("rank 1: " + (dir_ / "rank-1.json").string() +
+                          ": missing"),
+            std::string::npos)
+      << r.output;
+  const std::string markdown = ReadFile(dir_ / "report.md");
+  EXPECT_NE(markdown.find("**Incomplete:**"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("rank 1 is left out"), std::string::npos);
+  EXPECT_NE(markdown.find("| rank 0 |"), std::string::npos);
+  EXPECT_EQ(markdown.find("| rank 1 |"), std::string::npos);
+  EXPECT_NE(ReadFile(dir_ / "report.html").find("id=\"incomplete\""),
+            std::string::npos);
+  EXPECT_EQ(Json::parse(ReadFile(dir_ / "trace.json"))["otherData"]["complete"],
+            false);
+}
+
+TEST_F(RunDir, MalformedRankIsNamedWithWhy) {
+  WriteFile(dir_ / "rank-1.json", "{\"schema\": \"memprof.rank/1\", ");
+  CommandResult r = Report();
+  EXPECT_EQ(r.exit_code, kExitBadInput) << r.output;
+  EXPECT_NE(r.output.find("rank-1.json: not JSON"), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(Exists("report.md"));
+
+  Json doc = Json::parse(ReadFile(kFixture / "rank-1.json"));
+  doc["peak"].erase("breakdown");
+  WriteFile(dir_ / "rank-1.json", doc.dump());
+  r = Report();
+  EXPECT_EQ(r.exit_code, kExitBadInput) << r.output;
+  EXPECT_NE(r.output.find("rank-1.json: peak.breakdown: missing"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST_F(RunDir, AnotherMajorSchemaVersionIsRejectedByName) {
+  Json doc = Json::parse(ReadFile(kFixture / "rank-0.json"));
+  doc["schema"] = "memprof.rank/2";
+  WriteFile(dir_ / "rank-0.json", doc.dump());
+  const CommandResult r = Report();
+  EXPECT_EQ(r.exit_code, kExitBadInput) << r.output;
+  EXPECT_NE(r.output.find("major version 2 of memprof.rank"), std::string::npos)
+      << r.output;
+  // A minor version only adds fields: accepted.
+  doc["schema"] = "memprof.rank/1.1";
+  doc["a_field_of_a_later_minor"] = 1;
+  WriteFile(dir_ / "rank-0.json", doc.dump());
+  EXPECT_EQ(Report().exit_code, 0);
+}
+
+TEST_F(RunDir, NoUsableRankWritesNothing) {
+  fs::remove(dir_ / "rank-1.json");
+  WriteFile(dir_ / "rank-0.json", "not json");
+  CommandResult r = Report();
+  EXPECT_EQ(r.exit_code, kExitBadInput) << r.output;
+  EXPECT_NE(r.output.find("no usable rank report"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(Exists("report.md"));
+  fs::remove(dir_ / "rank-0.json");
+  r = Report();
+  EXPECT_EQ(r.exit_code, kExitBadInput) << r.output;
+  EXPECT_NE(r.output.find("no rank-<r>.json"), std::string::npos) << r.output;
+  r = RunMemprof("report --run " + (dir_ / "absent").string());
+  EXPECT_EQ(r.exit_code, kExitBadInput);
+  EXPECT_NE(r.output.find("no such directory"), std::string::npos) << r.output;
+  r = RunMemprof("report");
+  EXPECT_EQ(r.exit_code, kExitBadInput);
+  EXPECT_NE(r.output.find("--run DIR is required"), std::string::npos)
+      << r.output;
+}
+
+}  // namespace
+}  // namespace memprof
