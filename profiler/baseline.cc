@@ -300,6 +300,14 @@ RankReportFigures ParseRankReport(const std::string& text,
   const Json& train =
       reader.Object(out.context.config, "context.config", "train");
   out.context.dtype = reader.String(train, "context.config.train", "dtype");
+  const Json& installed = reader.Member(reader.Object(doc, "", "hook"),
+                                       "hook", "installed");
+  if (installed != true) {
+    reader.Fail("hook.installed",
+                "is " + installed.dump() +
+                    ": a --no-hook run has step times only, no memory "
+                    "figures to gate");
+  }
   out.context.parameters = reader.Bytes(doc, "", "parameters");
   reader.Categories(doc, "", out.figures);
   reader.Peak(doc, "", out.figures);

@@ -113,7 +113,11 @@ void ValidateRankReport(const Json& r) {
   if (!r.is_object()) throw InputError("expected a JSON object");
   const std::string schema = Require(r, "", "schema", Kind::kString);
   const std::string mismatch = SchemaMismatch(schema, "memprof.rank/1");
-  if (!mismatch.empty()) throw InputError("schema: " + mismatch);
+  if (!mismatch.empty()) {
+    throw InputError("schema: " + mismatch +
+                     ": render it with the memprof that wrote it, or profile "
+                     "again with this one");
+  }
 
   const Json& context = Require(r, "", "context", Kind::kObject);
   RequireAll(context, "context", {"rank", "world_size", "session_start_unix_us"},

@@ -43,8 +43,7 @@ std::string SchemaMismatch(const std::string& found,
   if (got.major != want.major) {
     return "is '" + shown + "', major version " + got.major + " of " +
            want.family + "; this memprof reads version " + want.major +
-           " only: re-render with the memprof that wrote it, or rerun the "
-           "profile with this one";
+           " only";
   }
   return "";
 }

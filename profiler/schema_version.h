@@ -8,7 +8,8 @@
 namespace memprof {
 
 // Empty when `found` is of the family and major version of `expected`
-// (itself "<family>/<major>"); otherwise the reason, in words, naming both.
+// (itself "<family>/<major>"); otherwise the reason, in words, naming both
+// (the caller adds the remedy).
 std::string SchemaMismatch(const std::string& found,
                            const std::string& expected);
 

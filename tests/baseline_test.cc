@@ -253,6 +253,18 @@ TEST(Baseline, RankReportRanksMustLieInTheWorld) {
             std::string::npos);
 }
 
+TEST(Baseline, RankReportOfANoHookRunIsRefused) {
+  Json doc = Json::parse(ReadText(kSeedReport));
+  doc["hook"]["installed"] = false;
+  EXPECT_NE(InputErrorOf([&] { ParseRankReport(doc.dump(), "r.json"); })
+                .find("r.json: hook.installed: is false: a --no-hook run"),
+            std::string::npos);
+  doc.erase("hook");
+  EXPECT_NE(InputErrorOf([&] { ParseRankReport(doc.dump(), "r.json"); })
+                .find("r.json: missing 'hook'"),
+            std::string::npos);
+}
+
 RankReportFigures Report(int rank, int world_size) {
   RankReportFigures report;
   report.context = SyntheticRun(world_size, 100).context;

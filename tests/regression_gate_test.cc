@@ -302,7 +302,7 @@ TEST_F(RegressionGateTest, MalformedBaselinesAreBadInputNamingFileAndReason) {
       {Write("garbage.json", "not json at all"), "not valid JSON"},
       {Write("rank.json", ReadText(kSeedReport)), "this is a rank report"},
       {Write("v2.json", "{\"schema\": \"memprof.baseline/2\"}"),
-       "another version"},
+       "major version 2 of memprof.baseline; this memprof reads version 1"},
       {Write("negative.json", negative.dump()),
        "ranks[0].categories.weights.measured_bytes"},
       {Path("missing.json"), "No such file"},
