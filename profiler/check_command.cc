@@ -11,6 +11,7 @@
 #include "profiler/atomic_file.h"
 #include "profiler/errors.h"
 #include "profiler/regression_check.h"
+#include "profiler/run_reports.h"
 
 namespace memprof {
 namespace fs = std::filesystem;
@@ -73,13 +74,8 @@ Baseline LoadBaseline(const std::string& path) {
 }
 
 RunFigures LoadRun(const std::string& dir) {
+  RequireRunDirectory(dir);
   std::error_code error;
-  if (!fs::is_directory(dir, error)) {
-    throw InputError(
-        "--run " + dir + ": " +
-        (fs::exists(dir, error) ? "not a directory" : "no such directory") +
-        "; pass the --out directory of 'memprof profile'");
-  }
   const std::string first = RankFile(dir, 0);
   if (!fs::exists(first, error)) {
     throw InputError("--run " + dir +

@@ -6,6 +6,7 @@
 #include "profiler/category.h"
 #include "profiler/human_bytes.h"
 #include "profiler/prediction.h"
+#include "profiler/summary.h"
 
 namespace memprof {
 namespace {
@@ -32,18 +33,6 @@ std::string Plural(int64_t n, const std::string& word) {
 }
 
 std::string Bytes(const Json& value) { return HumanBytes(value.get<int64_t>()); }
-
-// "+1.00 KiB (+0.52%)"; the percentage is absent for a prediction of 0.
-std::string ErrorText(const Json& error) {
-  std::string text = SignedBytes(error["bytes"].get<int64_t>());
-  if (!error["percent"].is_null()) {
-    char percent[32];
-    std::snprintf(percent, sizeof percent, " (%+.2f%%)",
-                  error["percent"].get<double>());
-    text += percent;
-  }
-  return text;
-}
 
 std::string Scalar(const Json& value) {
   if (value.is_string()) return value.get<std::string>();
@@ -138,7 +127,7 @@ ReportTable CategoriesTable(const RunView& view) {
     std::vector<std::string> row = {name, Bytes(entry["predicted_bytes"][0])};
     for (size_t i = 0; i < view.ranks.size(); ++i) {
       row.push_back(Bytes(entry[ComparedFigure(c)][i]));
-      row.push_back(ErrorText(entry["error"][i]));
+      row.push_back(FormatError(entry["error"][i]));
     }
     const bool model_state =
         c == Category::kWeights || c == Category::kGradients ||
@@ -159,7 +148,7 @@ ReportTable CategoriesTable(const RunView& view) {
       Bytes(summary["ranks"][0]["peak"]["predicted"]["total_bytes"])};
   for (const Json& rank : summary["ranks"]) {
     peak.push_back(Bytes(rank["peak"]["total_bytes"]));
-    peak.push_back(ErrorText(rank["peak_error"]));
+    peak.push_back(FormatError(rank["peak_error"]));
   }
   peak.push_back("");
   table.rows.push_back(peak);

@@ -227,7 +227,7 @@ RunView RunViewOf(const std::string& dir, std::vector<Json> ranks) {
   return view;
 }
 
-RunView LoadRunView(const std::string& dir) {
+void RequireRunDirectory(const std::string& dir) {
   std::error_code error;
   if (!fs::is_directory(dir, error)) {
     throw InputError(
@@ -235,6 +235,11 @@ RunView LoadRunView(const std::string& dir) {
         (fs::exists(dir, error) ? "not a directory" : "no such directory") +
         "; pass the --out directory of 'memprof profile'");
   }
+}
+
+RunView LoadRunView(const std::string& dir) {
+  RequireRunDirectory(dir);
+  std::error_code error;
   // rank-<r>.json files present, by rank.
   std::map<int, std::string> files;
   static const std::regex kRankFile("rank-(0|[1-9][0-9]{0,5})\\.json");

@@ -35,6 +35,10 @@ void ValidateRankReport(const nlohmann::ordered_json& rank);
 RunView RunViewOf(const std::string& dir,
                   std::vector<nlohmann::ordered_json> ranks);
 
+// Throws InputError naming `dir` (as the --run flag) unless it is a
+// directory.
+void RequireRunDirectory(const std::string& dir);
+
 // Reads dir/rank-<r>.json for r < world size (the largest a readable report
 // names). Throws InputError (naming every file and why) when none is usable.
 RunView LoadRunView(const std::string& dir);

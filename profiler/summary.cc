@@ -41,18 +41,6 @@ Json ErrorJson(int64_t measured, int64_t predicted) {
   return Json{{"bytes", error}, {"percent", percent}};
 }
 
-std::string ErrorCell(const Json& error) {
-  const int64_t bytes = error["bytes"].get<int64_t>();
-  std::string text = SignedBytes(bytes);
-  if (!error["percent"].is_null()) {
-    char percent[32];
-    std::snprintf(percent, sizeof percent, " (%+.2f%%)",
-                  error["percent"].get<double>());
-    text += percent;
-  }
-  return text;
-}
-
 // The rank whose error is largest in magnitude.
 const Json& WorstError(const Json& errors) {
   const Json* worst = &errors[0];
@@ -66,6 +54,18 @@ const Json& WorstError(const Json& errors) {
 }
 
 }  // namespace
+
+std::string FormatError(const Json& error) {
+  const int64_t bytes = error["bytes"].get<int64_t>();
+  std::string text = SignedBytes(bytes);
+  if (!error["percent"].is_null()) {
+    char percent[32];
+    std::snprintf(percent, sizeof percent, " (%+.2f%%)",
+                  error["percent"].get<double>());
+    text += percent;
+  }
+  return text;
+}
 
 Json BuildSummary(const std::vector<Json>& ranks) {
   Json per_rank = Json::array();
@@ -165,7 +165,7 @@ std::string FormatSummaryTable(const Json& summary) {
     for (const Json& bytes : entry[ComparedFigure(c)]) {
       out << Cell(" %11s", HumanBytes(bytes.get<int64_t>()));
     }
-    out << Cell(" %-22s", ErrorCell(WorstError(entry["error"])));
+    out << Cell(" %-22s", FormatError(WorstError(entry["error"])));
     const bool model_state =
         c == Category::kWeights || c == Category::kGradients ||
         c == Category::kOptimizerState || c == Category::kDdpBuckets;
@@ -188,7 +188,7 @@ std::string FormatSummaryTable(const Json& summary) {
     out << Cell(" %11s",
                 HumanBytes(rank["peak"]["total_bytes"].get<int64_t>()));
   }
-  out << Cell(" %-22s", ErrorCell(WorstError(peak_errors)));
+  out << Cell(" %-22s", FormatError(WorstError(peak_errors)));
   out << "\n" << Cell("%-16s", "step 1 peak") << Cell(" %11s", "");
   for (const Json& rank : ranks) {
     out << Cell(" %11s",

@@ -15,6 +15,10 @@ inline constexpr const char* kSummarySchema = "memprof.summary/1";
 nlohmann::ordered_json BuildSummary(
     const std::vector<nlohmann::ordered_json>& ranks);
 
+// An error object {"bytes", "percent"} as "+1.00 KiB (+0.52%)"; no
+// percentage when it is null (a prediction of 0).
+std::string FormatError(const nlohmann::ordered_json& error);
+
 // One line: the steady-state steps' median time of a rank report (the
 // whole output of a --no-hook run).
 std::string FormatStepTimes(const nlohmann::ordered_json& rank);
