@@ -9,6 +9,7 @@
 #include <boost/program_options.hpp>
 
 #include "profiler/errors.h"
+#include "profiler/human_bytes.h"
 
 namespace memprof {
 namespace po = boost::program_options;
@@ -188,6 +189,16 @@ void Require(const po::variables_map& vm, const char* flag,
 }
 
 }  // namespace
+
+int64_t ByteSizeFlag(const std::string& flag, const std::string& text) {
+  const int64_t bytes = ParseByteSize(text);
+  if (bytes < 1) {
+    throw InputError("--" + flag + " " + text +
+                     ": expected a size such as 2GiB, 512MiB, 80GB or a "
+                     "number of bytes");
+  }
+  return bytes;
+}
 
 CheckArgs ParseCheckArgs(const std::vector<std::string>& words) {
   CheckArgs args;
@@ -403,7 +414,11 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
       "after the run, gate it on this baseline (as memprof check)")(
       "no-hook", po::bool_switch(&args.no_hook),
       "train without the allocator hook, to time its cost: step times "
-      "only, no memory figures (bench/step_overhead_bench)");
+      "only, no memory figures (bench/step_overhead_bench)")(
+      "memory-limit", po::value<std::string>(),
+      "emulate a device of this size per rank (2GiB, 512MiB, 80GB, bytes): "
+      "an allocation over it fails with LibTorch's out-of-memory error and "
+      "the rank reports where its memory was (exit 3)");
   flags.add(GateFlags(args.check, gate));
   po::variables_map cli;
   if (!ParseRunConfigWords(
@@ -429,6 +444,14 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
     }
   }
   ApplyGateWords(gate, cli, args.check.tolerances);
+  if (cli.count("memory-limit")) {
+    if (args.no_hook) {
+      throw InputError(
+          "--memory-limit is enforced by the allocator hook; drop --no-hook");
+    }
+    args.memory_limit_bytes =
+        ByteSizeFlag("memory-limit", cli["memory-limit"].as<std::string>());
+  }
   return args;
 }
 

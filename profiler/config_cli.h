@@ -30,6 +30,7 @@ struct ProfileArgs {
   CheckOptions check;
   std::vector<std::string> words;  // as given, for launched ranks
   bool no_hook = false;  // --no-hook: step times only (main() reads it too)
+  int64_t memory_limit_bytes = 0;  // --memory-limit; 0: none
   bool help = false;
   std::string help_text;
 };
@@ -73,6 +74,9 @@ struct ReportArgs {
 CheckArgs ParseCheckArgs(const std::vector<std::string>& args);
 BaselineArgs ParseBaselineArgs(const std::vector<std::string>& args);
 ReportArgs ParseReportArgs(const std::vector<std::string>& args);
+
+// The bytes of a size flag ("--budget 80GiB"); InputError naming the flag.
+int64_t ByteSizeFlag(const std::string& flag, const std::string& text);
 
 // 1-based line of `key` ("mlp.hidden") in an INI file; 0 when absent.
 int FindKeyLine(const std::string& path, const std::string& key);

@@ -1,9 +1,12 @@
 #include "profiler/cpu_hook.h"
 
 #include <atomic>
+#include <string>
 
 #include <c10/core/CPUAllocator.h>
+#include <c10/util/Exception.h>
 
+#include "profiler/human_bytes.h"
 #include "profiler/memory_tracker.h"
 
 namespace memprof {
@@ -37,6 +40,20 @@ void HookDeleteForeign(void* record) {
   delete block;
 }
 
+// The error LibTorch's device allocators raise when a device is full.
+[[noreturn]] void ThrowOutOfMemory(const OutOfMemory& failure,
+                                   int64_t bytes) {
+  C10_THROW_ERROR(
+      OutOfMemoryError,
+      "out of memory under memprof --memory-limit " +
+          HumanBytes(failure.limit_bytes) + ". Tried to allocate " +
+          HumanBytes(bytes) + " (the first refusal: " +
+          HumanBytes(failure.requested_bytes) + " with " +
+          HumanBytes(failure.live_bytes) + " live, in " +
+          std::string(PhaseName(failure.phase)) + " of step " +
+          std::to_string(failure.step) + ")");
+}
+
 class CpuHook final : public c10::Allocator {
  public:
   explicit CpuHook(c10::Allocator* base) : base_(base) {
@@ -52,7 +69,11 @@ class CpuHook final : public c10::Allocator {
     void* ctx = block.get_context();
     const c10::DeleterFnPtr deleter = block.get_deleter();
     block.release_context();
-    MemoryTracker::Get().RecordAlloc(data, static_cast<int64_t>(bytes));
+    MemoryTracker& tracker = MemoryTracker::Get();
+    if (!tracker.RecordAlloc(data, static_cast<int64_t>(bytes))) {
+      deleter(ctx);  // refused by the memory limit: give it back
+      ThrowOutOfMemory(tracker.out_of_memory(), static_cast<int64_t>(bytes));
+    }
     if (ctx == data && deleter == g_base_deleter) {
       return c10::DataPtr(data, data, &HookDelete, device);
     }

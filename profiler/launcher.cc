@@ -9,7 +9,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "profiler/errors.h"
@@ -53,6 +55,25 @@ pid_t SpawnRank(int rank, int world_size, int port,
   std::cerr << "memprof: cannot start rank " << rank << ": "
             << std::strerror(errno) << "\n";
   ::_exit(127);
+}
+
+// "ran out of memory: ..." when rank-<rank>.json in `out_dir`, written by
+// process `pid`, says so.
+std::optional<std::string> OutOfMemoryOf(const std::string& out_dir,
+                                         int rank, pid_t pid) {
+  std::ifstream in(out_dir + "/rank-" + std::to_string(rank) + ".json");
+  if (!in) return std::nullopt;
+  try {
+    const nlohmann::ordered_json report = nlohmann::ordered_json::parse(in);
+    const auto oom = report.find("out_of_memory");
+    if (oom == report.end() || !oom->is_object() ||
+        report["context"]["pid"] != static_cast<int64_t>(pid)) {
+      return std::nullopt;
+    }
+    return "ran out of memory: " + OutOfMemoryLine(*oom);
+  } catch (const std::exception&) {
+    return std::nullopt;  // a report from an earlier run, half-read: no claim
+  }
 }
 
 std::string Describe(int status) {
@@ -123,7 +144,13 @@ int FreeLocalPort() {
   return ntohs(addr.sin_port);
 }
 
-int LaunchLocalRanks(int world_size, const std::vector<std::string>& words) {
+std::string OutOfMemoryLine(const nlohmann::ordered_json& oom) {
+  return oom["message"].get<std::string>() + " (" +
+         oom["explanation"].get<std::string>() + ")";
+}
+
+int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
+                     const std::string& out_dir) {
   for (int attempt = 1;; ++attempt) {
     const int port = FreeLocalPort();
     std::vector<Child> children(world_size);
@@ -157,7 +184,8 @@ int LaunchLocalRanks(int world_size, const std::vector<std::string>& words) {
         port_busy = true;
       } else {
         failure = "rank " + std::to_string(rank) + " (pid " +
-                  std::to_string(pid) + ") " + Describe(status);
+                  std::to_string(pid) + ") " +
+                  OutOfMemoryOf(out_dir, rank, pid).value_or(Describe(status));
       }
     }
     if (left > 0) StopAll(children);

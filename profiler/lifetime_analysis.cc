@@ -179,4 +179,14 @@ Analysis Analyze(const Capture& capture, int32_t steady_from) {
   return out;
 }
 
+Breakdown LiveAt(const Capture& capture, int64_t seq) {
+  Breakdown live{};
+  for (const Lifetime& life : capture.lifetimes) {
+    if (life.alloc_seq < seq && life.free_seq >= seq) {
+      live[Index(life.category)] += life.bytes;
+    }
+  }
+  return live;
+}
+
 }  // namespace memprof

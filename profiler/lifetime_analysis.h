@@ -76,6 +76,10 @@ struct Analysis {
 // DDP rebuilds its buckets once, in step 2). Clamped to the steps present.
 Analysis Analyze(const Capture& capture, int32_t steady_from = 2);
 
+// Live bytes by category just before the event at `seq`: the blocks
+// allocated before it and not freed before it.
+Breakdown LiveAt(const Capture& capture, int64_t seq);
+
 inline int64_t Sum(const Breakdown& b) {
   int64_t total = 0;
   for (int64_t v : b) total += v;

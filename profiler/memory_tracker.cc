@@ -157,12 +157,30 @@ void MemoryTracker::Retag(Slot& slot, Category to, uint8_t add_flags) {
                     static_cast<uint8_t>(FlagsOf(slot.tagged) | add_flags));
 }
 
-void MemoryTracker::RecordAlloc(void* ptr, int64_t bytes) {
+bool MemoryTracker::RecordAlloc(void* ptr, int64_t bytes) {
   std::lock_guard<SpinLock> guard(lock_);
+  if (limit_bytes_ != 0 && logging_ &&
+      session_current_ + bytes > limit_bytes_) {
+    RefuseLocked(bytes);
+    return false;
+  }
   Insert(Slot{ptr, seq_++, Tag(bytes, Category::kPending, 0)});
   ++count_;
   total_current_ += bytes;
   total_peak_ = std::max(total_peak_, total_current_);
+  if (logging_) session_current_ += bytes;
+  return true;
+}
+
+void MemoryTracker::RefuseLocked(int64_t bytes) {
+  const int64_t seq = seq_++;
+  if (out_of_memory_.seq >= 0) return;  // the first refusal is the failure
+  const PhaseMark& now = marks_.back();
+  out_of_memory_ = OutOfMemory{seq, bytes, session_current_, limit_bytes_,
+                               now.phase, now.step};
+  if (now.phase == Phase::kForward) {
+    ResolvePendingSinceLocked(now.seq, Category::kActivations);
+  }
 }
 
 void MemoryTracker::RecordFree(void* ptr) {
@@ -179,6 +197,7 @@ void MemoryTracker::RecordFree(void* ptr) {
   total_current_ -= bytes;
   if (logging_ && slot.seq >= begin_seq_) {
     log_.Append(LogEntry{slot.seq, seq, slot.tagged, slot.ptr});
+    session_current_ -= bytes;
   }
   EraseAt(index);
 }
@@ -196,6 +215,18 @@ void MemoryTracker::BeginSession() {
   marks_.clear();
   marks_.push_back(PhaseMark{seq_, Phase::kIdle, 0, 0});
   begin_unix_us_ = unix_us;
+  session_current_ = 0;
+  out_of_memory_ = OutOfMemory{};
+}
+
+void MemoryTracker::SetMemoryLimit(int64_t bytes) {
+  std::lock_guard<SpinLock> guard(lock_);
+  limit_bytes_ = bytes;
+}
+
+OutOfMemory MemoryTracker::out_of_memory() const {
+  std::lock_guard<SpinLock> guard(lock_);
+  return out_of_memory_;
 }
 
 int64_t MemoryTracker::SetPhase(Phase phase, int32_t step) {
@@ -221,6 +252,11 @@ ResolveResult MemoryTracker::Resolve(const void* ptr, Category category,
 
 int64_t MemoryTracker::ResolvePendingSince(int64_t seq, Category category) {
   std::lock_guard<SpinLock> guard(lock_);
+  return ResolvePendingSinceLocked(seq, category);
+}
+
+int64_t MemoryTracker::ResolvePendingSinceLocked(int64_t seq,
+                                                 Category category) {
   const int64_t from = std::max(seq, begin_seq_);
   int64_t bytes = 0;
   for (Slot& slot : slots_) {
@@ -247,6 +283,7 @@ Capture MemoryTracker::EndSession() {
   capture.end_seq = seq_;
   capture.begin_unix_us = begin_unix_us_;
   capture.end_ns = NanosecondsSince(begin_time_);
+  capture.out_of_memory = out_of_memory_;
   logging_ = false;
   log_.AppendTo(capture.lifetimes);
   log_.Clear();

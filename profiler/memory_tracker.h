@@ -75,6 +75,26 @@ struct PhaseMark {
   int64_t time_ns = 0;  // since the session began, steady clock
 };
 
+// Note [Memory limit]
+// With a limit set (profile --memory-limit), an allocation that would take
+// the session's live bytes over it is refused, as a device of that size
+// would: the hook gives the block back and throws LibTorch's
+// c10::OutOfMemoryError. The first refusal is recorded: it takes a seq of
+// its own (no block has it), so the live bytes at the failure are the
+// blocks allocated before that seq and freed after it (LiveAt). When it
+// falls in forward, the live pending blocks allocated since forward began
+// become activations at once, as the phase rule would have made them at
+// backward: the unwinding that follows frees them, and they would
+// otherwise read as temporaries.
+struct OutOfMemory {
+  int64_t seq = -1;  // -1: no allocation was refused
+  int64_t requested_bytes = 0;
+  int64_t live_bytes = 0;  // the session's live bytes when it was refused
+  int64_t limit_bytes = 0;
+  Phase phase = Phase::kIdle;
+  int32_t step = 0;
+};
+
 // Everything a session recorded; input of Analyze().
 struct Capture {
   std::vector<Lifetime> lifetimes;  // unordered
@@ -83,6 +103,7 @@ struct Capture {
   int64_t end_seq = 0;        // one past the last event
   int64_t begin_unix_us = 0;  // wall clock when the session began
   int64_t end_ns = 0;         // since the session began, steady clock
+  OutOfMemory out_of_memory;  // seq -1 unless the limit refused a block
 };
 
 enum class ResolveResult { kResolved, kAlready, kNotFound, kConflict };
@@ -93,8 +114,10 @@ class MemoryTracker {
   // static destruction.
   static MemoryTracker& Get();
 
-  // Hot path, any thread. `ptr` is not null; 0 < bytes < 2^48.
-  void RecordAlloc(void* ptr, int64_t bytes);
+  // Hot path, any thread. `ptr` is not null; 0 < bytes < 2^48. False when
+  // the memory limit refuses the block: nothing is recorded but the
+  // refusal (Note [Memory limit]); the caller gives the block back.
+  bool RecordAlloc(void* ptr, int64_t bytes);
   void RecordFree(void* ptr);  // `ptr` must be live
 
   // Starts recording lifetimes; blocks allocated before are left out of the
@@ -102,6 +125,11 @@ class MemoryTracker {
   void BeginSession();
   // Returns the seq at which the phase begins.
   int64_t SetPhase(Phase phase, int32_t step);
+  // The session's live bytes may not exceed `bytes` (0: no limit). Kept
+  // across sessions until set again.
+  void SetMemoryLimit(int64_t bytes);
+  // The session's first refused allocation; seq -1 when none.
+  OutOfMemory out_of_memory() const;
 
   // Ownership of the live block starting at `ptr` (a storage's data).
   ResolveResult Resolve(const void* ptr, Category category, uint8_t flags = 0);
@@ -175,6 +203,8 @@ class MemoryTracker {
   void EraseAt(size_t index);
   void Grow();
   static void Retag(Slot& slot, Category to, uint8_t add_flags = 0);
+  int64_t ResolvePendingSinceLocked(int64_t seq, Category category);
+  void RefuseLocked(int64_t bytes);
 
   std::vector<PhaseMark> marks_;  // loop thread only
   std::chrono::steady_clock::time_point begin_time_;  // loop thread only
@@ -185,6 +215,9 @@ class MemoryTracker {
   int64_t seq_ = 0;
   int64_t begin_seq_ = 0;
   int64_t begin_unix_us_ = 0;
+  int64_t limit_bytes_ = 0;      // 0: none (Note [Memory limit])
+  int64_t session_current_ = 0;  // live bytes allocated in the session
+  OutOfMemory out_of_memory_;
   int64_t count_ = 0;  // allocations recorded
   int64_t total_current_ = 0;
   int64_t total_peak_ = 0;

@@ -59,8 +59,9 @@ std::unique_ptr<ProcessGroup> SoloGroup(int64_t timeout_s) {
 // Returns every rank's report (rank 0) or nothing (other ranks).
 std::vector<std::string> RunThisRank(const RunConfig& config,
                                      const std::string& out_dir,
-                                     ProcessGroup& group, bool no_hook) {
-  const RankReport report = RunRank(config, group);
+                                     ProcessGroup& group, bool no_hook,
+                                     int64_t memory_limit_bytes) {
+  const RankReport report = RunRank(config, group, memory_limit_bytes);
   if (!report.hooked && !no_hook) {
     throw RunFailure("the allocator hook is not installed");  // a bug
   }
@@ -71,6 +72,14 @@ std::vector<std::string> RunThisRank(const RunConfig& config,
     Write(fs::path(out_dir) /
               ("snapshot-" + std::to_string(group.rank()) + ".json"),
           MemorySnapshotJson(report.capture, group.rank()).dump() + "\n");
+  }
+  if (report.RanOutOfMemory()) {
+    // The peers are mid-step: nothing more is exchanged (the launcher, or
+    // the external one, stops them).
+    const nlohmann::ordered_json oom =
+        nlohmann::ordered_json::parse(rank_json)["out_of_memory"];
+    throw RunFailure(OutOfMemoryLine(oom) + "; see " + out_dir + "/rank-" +
+                     std::to_string(group.rank()) + ".json");
   }
   // Rank 0 gets every report through the group, so the summary needs no
   // shared filesystem.
@@ -114,8 +123,8 @@ int RunProfileCommand(const ProfileArgs& args) {
   }
   if (!topology && config.ddp.world_size > 1) {
     PrepareOutDir(args.out_dir);
-    const int code =
-        LaunchLocalRanks(static_cast<int>(config.ddp.world_size), args.words);
+    const int code = LaunchLocalRanks(static_cast<int>(config.ddp.world_size),
+                                      args.words, args.out_dir);
     if (code != kExitOk || !baseline) return code;
     return GateRun(*baseline, LoadRun(args.out_dir), args.out_dir, args.check);
   }
@@ -143,7 +152,8 @@ int RunProfileCommand(const ProfileArgs& args) {
   }
   std::vector<std::string> reports;
   try {
-    reports = RunThisRank(config, args.out_dir, *group, args.no_hook);
+    reports = RunThisRank(config, args.out_dir, *group, args.no_hook,
+                          args.memory_limit_bytes);
   } catch (...) {
     group->Abandon();  // peers may be gone: do not wait for them in teardown
     throw;

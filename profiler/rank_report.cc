@@ -7,6 +7,8 @@
 #include <torch/version.h>
 
 #include "profiler/breakdown_json.h"
+#include "profiler/fit.h"
+#include "profiler/human_bytes.h"
 
 #ifndef MEMPROF_GIT_SHA
 #define MEMPROF_GIT_SHA "unknown"
@@ -70,6 +72,7 @@ nlohmann::ordered_json ToJson(const RankReport& r) {
     const StepRecord& record = r.step_records.at(s.step - 1);
     steps.push_back(Json{{"step", s.step},
                          {"steady_state", s.step >= a.steady_first_step},
+                         {"completed", record.completed},
                          {"seconds", record.seconds},
                          {"loss", record.loss},
                          {"peak_bytes", s.peak.total_bytes},
@@ -114,6 +117,29 @@ nlohmann::ordered_json ToJson(const RankReport& r) {
              {"redundant_bytes", entry.redundant_bytes},
              {"rank_hashes", hashes}};
   }
+  Json out_of_memory = nullptr;
+  if (r.RanOutOfMemory()) {
+    const OutOfMemory& oom = r.capture.out_of_memory;
+    const FitAnswer fit = Fit(r.config, oom.limit_bytes);
+    out_of_memory = Json{
+        {"limit_bytes", oom.limit_bytes},
+        {"requested_bytes", oom.requested_bytes},
+        {"live_bytes", oom.live_bytes},
+        {"seq", oom.seq},
+        {"phase", PhaseName(oom.phase)},
+        {"step", oom.step},
+        {"breakdown", BreakdownJson(r.out_of_memory_bytes)},
+        {"verdict", FitVerdictName(fit.verdict)},
+        {"explanation", FitVerdictSentence(fit)},
+        {"message",
+         "out of memory in " + std::string(PhaseName(oom.phase)) +
+             (oom.step > 0 ? " of step " + std::to_string(oom.step) : "") +
+             ": tried to allocate " + HumanBytes(oom.requested_bytes) +
+             " with " + HumanBytes(oom.live_bytes) + " (" +
+             std::to_string(oom.live_bytes) + " B) live of the " +
+             HumanBytes(oom.limit_bytes) + " (" +
+             std::to_string(oom.limit_bytes) + " B) --memory-limit"}};
+  }
   return Json{
       {"schema", kRankSchema},
       {"context",
@@ -139,6 +165,7 @@ nlohmann::ordered_json ToJson(const RankReport& r) {
         {"bucket_cap_mb", r.config.ddp.bucket_cap_mb},
         {"gradient_as_bucket_view", r.config.ddp.gradient_as_bucket_view}}},
       {"redundancy", redundancy},
+      {"out_of_memory", out_of_memory},
       {"timeline", timeline},
       {"series",
        {{"step", a.series_step}, {"seq", series_seq}, {"bytes", series_bytes}}},

@@ -26,6 +26,7 @@ struct RankContext {
 struct StepRecord {
   double seconds = 0;
   double loss = 0;
+  bool completed = true;  // false: cut short by out-of-memory
 };
 
 struct RankReport {
@@ -43,6 +44,10 @@ struct RankReport {
   std::vector<Redundancy> redundancy;    // weights, optimizer_state
   int64_t ownership_not_found = 0;
   int64_t ownership_conflicts = 0;
+  // Live bytes by category at the refused allocation (capture.out_of_memory)
+  // when --memory-limit stopped the run.
+  Breakdown out_of_memory_bytes{};
+  bool RanOutOfMemory() const { return capture.out_of_memory.seq >= 0; }
 };
 
 nlohmann::ordered_json ToJson(const RankReport& report);

@@ -74,8 +74,10 @@ int64_t CountElements(const std::vector<torch::Tensor>& tensors) {
 
 }  // namespace
 
-RankReport RunRank(const RunConfig& config, ProcessGroup& group) {
+RankReport RunRank(const RunConfig& config, ProcessGroup& group,
+                   int64_t memory_limit_bytes) {
   MemoryTracker& tracker = MemoryTracker::Get();
+  tracker.SetMemoryLimit(memory_limit_bytes);
   RankReport report;
   report.context.rank = group.rank();
   report.context.world_size = group.size();
@@ -92,85 +94,117 @@ RankReport RunRank(const RunConfig& config, ProcessGroup& group) {
                                        : Category::kDdpBuckets;
 
   int32_t last_one_time_step = 1;
+  // Declared outside the session's try so that what they hold is still live
+  // when the session ends.
+  std::unique_ptr<TrainableModel> model;
+  std::vector<torch::Tensor> params;
+  std::unique_ptr<DdpEngine> ddp;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  // Out of memory under --memory-limit (Note [Memory limit]): whatever
+  // gradients and optimizer state exist are attributed, then the rank stops
+  // training and reports what it measured. Any other error is rethrown.
+  auto stopped_by_limit = [&] {
+    if (tracker.out_of_memory().seq < 0) return false;
+    ResolveOwnership(Gradients(params), Category::kGradients, misses);
+    if (optimizer != nullptr) {
+      ResolveOwnership(OptimizerStateTensors(*optimizer),
+                       Category::kOptimizerState, misses);
+    }
+    if (ddp != nullptr) ddp->Abandon();  // the peers are mid-step
+    return true;
+  };
   tracker.BeginSession();
-  {
+  try {
     tracker.SetPhase(Phase::kModelInit, 0);
     torch::manual_seed(config.train.seed);  // same weights on every rank
-    std::unique_ptr<TrainableModel> model = BuildModel(config);
-    const std::vector<torch::Tensor> params = model->module().parameters();
+    model = BuildModel(config);
+    params = model->module().parameters();
     ResolveOwnership(params, Category::kWeights, misses);
     ResolveOwnership(model->module().buffers(), Category::kWeights, misses,
                      kFlagBuffer);
     report.parameters = CountElements(params);
 
     tracker.SetPhase(Phase::kDdpInit, 0);
-    DdpEngine ddp(group, config.ddp, params);
-    try {
-      ResolveOwnership(ddp.BucketBuffers(), bucket_category, misses,
-                       kFlagBucket);
-      std::unique_ptr<torch::optim::Optimizer> optimizer =
-          MakeOptimizer(config.train, params);
-      torch::manual_seed(config.train.seed + 1 + group.rank());  // data
-      // Step 1 creates gradients and optimizer state; a bucket rebuild is
-      // one-time work too. The steady state starts after both.
+    ddp = std::make_unique<DdpEngine>(group, config.ddp, params);
+    ResolveOwnership(ddp->BucketBuffers(), bucket_category, misses,
+                     kFlagBucket);
+    optimizer = MakeOptimizer(config.train, params);
+    torch::manual_seed(config.train.seed + 1 + group.rank());  // data
+    // Step 1 creates gradients and optimizer state; a bucket rebuild is
+    // one-time work too. The steady state starts after both.
 
-      for (int32_t step = 1; step <= config.train.steps; ++step) {
-        const auto start = std::chrono::steady_clock::now();
-        StepRecord record;
-        {
-          tracker.SetPhase(Phase::kInputs, step);
-          const Batch batch = model->MakeBatch(report.micro_batch);
-          ResolveOwnership({batch.input, batch.target}, Category::kInputs,
-                           misses);
+    for (int32_t step = 1; step <= config.train.steps; ++step) {
+      const auto start = std::chrono::steady_clock::now();
+      StepRecord record;
+      try {
+        tracker.SetPhase(Phase::kInputs, step);
+        const Batch batch = model->MakeBatch(report.micro_batch);
+        ResolveOwnership({batch.input, batch.target}, Category::kInputs,
+                         misses);
 
-          const int64_t forward_begin = tracker.SetPhase(Phase::kForward, step);
-          if (ddp.PrepareForward()) {
-            ResolveOwnership(ddp.BucketBuffers(), bucket_category, misses,
-                             kFlagBucket);
-            last_one_time_step = step;
-          }
-          torch::Tensor loss = model->Loss(batch);
-          tracker.ResolvePendingSince(forward_begin, Category::kActivations);
+        const int64_t forward_begin = tracker.SetPhase(Phase::kForward, step);
+        if (ddp->PrepareForward()) {
+          ResolveOwnership(ddp->BucketBuffers(), bucket_category, misses,
+                           kFlagBucket);
+          last_one_time_step = step;
+        }
+        torch::Tensor loss = model->Loss(batch);
+        tracker.ResolvePendingSince(forward_begin, Category::kActivations);
 
-          tracker.SetPhase(Phase::kBackward, step);
-          ddp.PrepareForBackward();
-          loss.backward();  // the Reducer all-reduces bucket by bucket
-          ResolveOwnership(Gradients(params), Category::kGradients, misses);
+        tracker.SetPhase(Phase::kBackward, step);
+        ddp->PrepareForBackward();
+        loss.backward();  // the Reducer all-reduces bucket by bucket
+        ResolveOwnership(Gradients(params), Category::kGradients, misses);
 
-          tracker.SetPhase(Phase::kOptimizer, step);
-          optimizer->step();
-          ResolveOwnership(OptimizerStateTensors(*optimizer),
-                           Category::kOptimizerState, misses);
+        tracker.SetPhase(Phase::kOptimizer, step);
+        optimizer->step();
+        ResolveOwnership(OptimizerStateTensors(*optimizer),
+                         Category::kOptimizerState, misses);
 
-          tracker.SetPhase(Phase::kZeroGrad, step);
-          ZeroGrad(params, config.train.zero_grad_set_to_none);
-          record.loss = loss.item<double>();
-        }  // the batch, the loss and the graph are freed inside the step
-        record.seconds = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - start)
-                             .count();
-        report.step_records.push_back(record);
-      }
+        tracker.SetPhase(Phase::kZeroGrad, step);
+        ZeroGrad(params, config.train.zero_grad_set_to_none);
+        record.loss = loss.item<double>();
+      } catch (const std::exception&) {
+        if (!stopped_by_limit()) throw;
+        record.completed = false;
+      }  // the batch, the loss and the graph are freed inside the step
+      record.seconds = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+      report.step_records.push_back(record);
+      if (!record.completed) break;
+    }
 
+    if (tracker.out_of_memory().seq < 0) {
       tracker.SetPhase(Phase::kAudit, 0);
-      report.buckets = static_cast<int64_t>(ddp.bucket_count());
+      report.buckets = static_cast<int64_t>(ddp->bucket_count());
       report.redundancy.push_back(
           AuditAcrossRanks(group, Category::kWeights, params));
-      report.redundancy.push_back(AuditAcrossRanks(
-          group, Category::kOptimizerState, OptimizerStateTensors(*optimizer)));
-    } catch (...) {
-      ddp.Abandon();  // a Reducer whose peers failed may hang in teardown
+      report.redundancy.push_back(
+          AuditAcrossRanks(group, Category::kOptimizerState,
+                           OptimizerStateTensors(*optimizer)));
+    }
+  } catch (const std::exception&) {
+    // Out of memory before the first step (model or DDP set-up) is
+    // reported like one inside a step.
+    if (!stopped_by_limit()) {
+      if (ddp != nullptr) ddp->Abandon();  // peers may hang in teardown
+      tracker.SetMemoryLimit(0);
       throw;
     }
-    tracker.SetPhase(Phase::kIdle, 0);
-    report.capture = tracker.EndSession();
-    const Capture& capture = report.capture;
-    report.analysis = Analyze(
-        capture, 1 + std::max(last_one_time_step, LastBucketFreeStep(capture)));
-    for (const Lifetime& life : capture.lifetimes) {
-      if ((life.flags & kFlagBuffer) && life.free_seq == kLive) {
-        report.buffer_bytes += life.bytes;
-      }
+  }
+  tracker.SetPhase(Phase::kIdle, 0);
+  report.capture = tracker.EndSession();
+  tracker.SetMemoryLimit(0);
+  const Capture& capture = report.capture;
+  report.analysis = Analyze(
+      capture, 1 + std::max(last_one_time_step, LastBucketFreeStep(capture)));
+  if (capture.out_of_memory.seq >= 0) {
+    report.out_of_memory_bytes = LiveAt(capture, capture.out_of_memory.seq);
+  }
+  for (const Lifetime& life : capture.lifetimes) {
+    if ((life.flags & kFlagBuffer) && life.free_seq == kLive) {
+      report.buffer_bytes += life.bytes;
     }
   }
   report.ownership_not_found = misses.not_found;

@@ -11,6 +11,10 @@
 
 namespace memprof {
 
-RankReport RunRank(const RunConfig& config, ProcessGroup& group);
+// `memory_limit_bytes` (0: none) emulates a device of that size (Note
+// [Memory limit]): on out-of-memory the step is cut short and the report
+// says so (RankReport::Failed()); the rank does not train further.
+RankReport RunRank(const RunConfig& config, ProcessGroup& group,
+                   int64_t memory_limit_bytes = 0);
 
 }  // namespace memprof

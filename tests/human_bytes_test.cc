@@ -21,5 +21,19 @@ TEST(HumanBytes, SignedShowsPlusForGrowth) {
   EXPECT_EQ(SignedBytes(0), "0 B");
 }
 
+TEST(ParseByteSize, BinaryAndDecimalUnitsAndPlainBytes) {
+  EXPECT_EQ(ParseByteSize("2GiB"), 2LL << 30);
+  EXPECT_EQ(ParseByteSize("80GiB"), 80LL << 30);
+  EXPECT_EQ(ParseByteSize("1.5 MiB"), 1572864);
+  EXPECT_EQ(ParseByteSize("80GB"), 80000000000LL);
+  EXPECT_EQ(ParseByteSize("4096"), 4096);
+  EXPECT_EQ(ParseByteSize("250000b"), 250000);
+  EXPECT_EQ(ParseByteSize("1kib"), 1024);
+  for (const char* bad : {"", "GiB", "2 GiBs", "-1GiB", "1.2.3", "0", "0.1B",
+                          "2 G", ".5GiB", "1e3"}) {
+    EXPECT_EQ(ParseByteSize(bad), -1) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace memprof
