@@ -1,4 +1,5 @@
 // The tracker on fake block addresses: no allocator, no tensors.
+#include "profiler/lifetime_analysis.h"
 #include "profiler/memory_tracker.h"
 
 #include <algorithm>
@@ -102,6 +103,41 @@ TEST_F(MemoryTrackerTest, ConcurrentThreadsLoseNoBlock) {
   EXPECT_EQ(after.current, before.current);
   EXPECT_EQ(after.allocated - before.allocated, kThreads * per_thread);
   EXPECT_EQ(tracker.allocation_count() - count_before, kThreads * kBlocks);
+}
+
+TEST_F(MemoryTrackerTest, LimitRefusesTheBlockOverItAndRecordsTheFirstRefusal) {
+  tracker.RecordAlloc(Fake(30), 5000);  // before the session: not counted
+  tracker.SetMemoryLimit(100);
+  tracker.BeginSession();
+  const int64_t forward = tracker.SetPhase(Phase::kForward, 2);
+  ASSERT_TRUE(tracker.RecordAlloc(Fake(31), 60));
+  ASSERT_TRUE(tracker.RecordAlloc(Fake(32), 40));  // exactly at the limit
+  EXPECT_FALSE(tracker.RecordAlloc(Fake(33), 1));
+  EXPECT_FALSE(tracker.RecordAlloc(Fake(34), 50));  // not the first
+  const OutOfMemory oom = tracker.out_of_memory();
+  EXPECT_GT(oom.seq, forward);
+  EXPECT_EQ(oom.requested_bytes, 1);
+  EXPECT_EQ(oom.live_bytes, 100);
+  EXPECT_EQ(oom.limit_bytes, 100);
+  EXPECT_EQ(oom.phase, Phase::kForward);
+  EXPECT_EQ(oom.step, 2);
+  // In forward, the live pending blocks became activations at the refusal.
+  EXPECT_EQ(tracker.CategoryOf(Fake(31)), Category::kActivations);
+  EXPECT_EQ(tracker.CategoryOf(Fake(33)), Category::kUnattributed);  // none
+  tracker.RecordFree(Fake(31));  // the unwinding: freed after the refusal
+  ASSERT_TRUE(tracker.RecordAlloc(Fake(35), 60));  // room again
+  tracker.RecordFree(Fake(35));
+  tracker.RecordFree(Fake(32));
+  tracker.SetMemoryLimit(0);
+  const Capture capture = tracker.EndSession();
+  EXPECT_EQ(capture.out_of_memory.seq, oom.seq);
+  const Breakdown live = LiveAt(capture, oom.seq);
+  EXPECT_EQ(Sum(live), oom.live_bytes);
+  EXPECT_EQ(live[Index(Category::kActivations)], 100);
+  tracker.RecordFree(Fake(30));
+  tracker.BeginSession();
+  EXPECT_EQ(tracker.out_of_memory().seq, -1) << "a new session starts clean";
+  tracker.EndSession();
 }
 
 }  // namespace

@@ -191,5 +191,25 @@ TEST_F(MultiRankTest, ARankKilledMidRunStopsTheJobAndIsNamed) {
   EXPECT_LT(seconds, 30.0) << output;
 }
 
+TEST_F(MultiRankTest, ARankOutOfMemoryIsNamedAndTheJobExitsThree) {
+  const CommandResult r =
+      RunMemprof(std::string("profile --config ") + kTiny +
+                 " --world-size 2 --memory-limit 200000 --out " + Out("oom"));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  const std::regex named("run failed: rank ([01]) \\(pid [0-9]+\\) ran out of "
+                         "memory: out of memory in [a-z_]+ of step 1");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(r.output, match, named)) << r.output;
+  EXPECT_NE(r.output.find("model-state-overflow"), std::string::npos);
+  const Json report = Read(Out("oom") + "/rank-" + match[1].str() + ".json");
+  const Json& oom = report["out_of_memory"];
+  ASSERT_TRUE(oom.is_object());
+  int64_t sum = 0;
+  for (const auto& [name, bytes] : oom["breakdown"].items()) {
+    sum += bytes.get<int64_t>();
+  }
+  EXPECT_EQ(sum, oom["live_bytes"].get<int64_t>());
+}
+
 }  // namespace
 }  // namespace memprof

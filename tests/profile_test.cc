@@ -125,5 +125,55 @@ TEST(Profile, ReportJsonHasTheKeysOtherToolsReadAsIntegers) {
   EXPECT_TRUE(j["redundancy"]["weights"]["identical_across_ranks"].get<bool>());
 }
 
+// Note [Memory limit]: mlp-tiny's model state with DDP buckets is 20P =
+// 221,640 B; its steady-state peak at micro-batch 8 is 255,512 B and its
+// step-1 peak 249,800 B (measured).
+TEST(Profile, LimitBelowModelStateStopsEvenMicroBatchOne) {
+  const RankReport r =
+      RunSolo(TinyConfig({"--micro-batch", "1"}), /*memory_limit_bytes=*/200000);
+  ASSERT_TRUE(r.RanOutOfMemory());
+  const OutOfMemory& oom = r.capture.out_of_memory;
+  EXPECT_EQ(oom.step, 1);
+  EXPECT_GT(oom.live_bytes + oom.requested_bytes, 200000);
+  EXPECT_LE(oom.live_bytes, 200000);
+  EXPECT_EQ(Sum(r.out_of_memory_bytes), oom.live_bytes)
+      << "the breakdown sums to the live bytes at the refused allocation";
+  EXPECT_EQ(r.out_of_memory_bytes[kU], 0);
+  EXPECT_EQ(r.out_of_memory_bytes[kW], 4 * r.parameters);
+  const nlohmann::ordered_json j = ToJson(r);
+  EXPECT_EQ(j["out_of_memory"]["verdict"], "model-state-overflow");
+  EXPECT_EQ(j["out_of_memory"]["live_bytes"], oom.live_bytes);
+  ASSERT_EQ(j["steps"].size(), 1u);
+  EXPECT_FALSE(j["steps"][0]["completed"].get<bool>());
+  EXPECT_EQ(j["redundancy"].size(), 0u) << "no audit after out-of-memory";
+}
+
+TEST(Profile, OutOfMemoryKeepsTheStepsBeforeIt) {
+  const RankReport unlimited = RunSolo(TinyConfig());
+  const int64_t step1_peak = unlimited.analysis.steps[0].peak.total_bytes;
+  const int64_t steady_peak = unlimited.analysis.steady_peak.total_bytes;
+  ASSERT_LT(step1_peak, steady_peak);
+  // Room for step 1, not for the steady state.
+  const RankReport r = RunSolo(TinyConfig(), (step1_peak + steady_peak) / 2);
+  ASSERT_TRUE(r.RanOutOfMemory());
+  EXPECT_GE(r.capture.out_of_memory.step, 2);
+  ASSERT_GE(r.step_records.size(), 2u);
+  EXPECT_TRUE(r.step_records[0].completed);
+  EXPECT_FALSE(r.step_records.back().completed);
+  EXPECT_EQ(r.analysis.steps[0].peak.total_bytes, step1_peak)
+      << "step 1's figures are those of the run without a limit";
+  EXPECT_EQ(Sum(r.out_of_memory_bytes), r.capture.out_of_memory.live_bytes);
+}
+
+TEST(Profile, LimitAboveThePeakChangesNothing) {
+  const RankReport unlimited = RunSolo(TinyConfig());
+  const RankReport r =
+      RunSolo(TinyConfig(), unlimited.analysis.run_peak.total_bytes);
+  EXPECT_FALSE(r.RanOutOfMemory());
+  EXPECT_EQ(r.analysis.steady_peak.total_bytes,
+            unlimited.analysis.steady_peak.total_bytes);
+  EXPECT_TRUE(ToJson(r)["out_of_memory"].is_null());
+}
+
 }  // namespace
 }  // namespace memprof

@@ -7,11 +7,12 @@
 
 namespace memprof {
 
-inline RankReport RunSolo(const RunConfig& config) {
+inline RankReport RunSolo(const RunConfig& config,
+                          int64_t memory_limit_bytes = 0) {
   RankTopology solo;
   solo.master_port = FreeLocalPort();
   ProcessGroup group(solo, /*timeout_s=*/30);
-  return RunRank(config, group);
+  return RunRank(config, group, memory_limit_bytes);
 }
 
 }  // namespace memprof
