@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <boost/program_options.hpp>
@@ -471,6 +472,63 @@ PredictArgs ParsePredictArgs(const std::vector<std::string>& words) {
           "model's size table; no tensor is allocated",
           args.config, cli, args.help_text)) {
     args.help = true;
+  }
+  return args;
+}
+
+FitArgs ParseFitArgs(const std::vector<std::string>& words) {
+  FitArgs args;
+  std::string budget;
+  po::options_description flags("Options");
+  flags.add_options()("help,h", "print this help")(
+      "budget", po::value(&budget),
+      "memory per rank (device size): 80GiB, 512MiB, 80GB or bytes")(
+      "measure", po::bool_switch(&args.measure),
+      "also run micro-batches of one rank under --memory-limit BUDGET: "
+      "micro-batch 1, then the largest that runs to completion")(
+      "out", po::value(&args.out_dir),
+      "with --measure: where the runs write (default: a new temporary "
+      "directory)");
+  po::variables_map cli;
+  if (!ParseRunConfigWords(
+          words, flags, "fit",
+          "usage: memprof fit --config FILE --budget 80GiB [--world-size N] "
+          "[--micro-batch B] [--measure]\ndoes the run fit a device of this "
+          "size, and if not, will more data-parallel ranks help? exit 0: it "
+          "fits; 1: it does not",
+          args.config, cli, args.help_text)) {
+    args.help = true;
+    return args;
+  }
+  if (budget.empty()) {
+    throw InputError("fit: --budget SIZE is required (e.g. --budget 80GiB); "
+                     "run 'memprof fit --help'");
+  }
+  args.budget_bytes = ByteSizeFlag("budget", budget);
+  if (!args.out_dir.empty() && !args.measure) {
+    throw InputError("--out is where --measure's runs write: add --measure");
+  }
+  // Everything but the fit flags and what the measured runs set themselves.
+  static const std::set<std::string> kDropped = {
+      "budget", "measure",    "out",          "world-size", "ddp.world_size",
+      "micro-batch", "train.micro_batch", "global-batch",
+      "train.global_batch"};
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    if (word.rfind("--", 0) != 0) {
+      args.profile_words.push_back(word);
+      continue;
+    }
+    const size_t equals = word.find('=');
+    const std::string name = word.substr(2, equals == std::string::npos
+                                                ? std::string::npos
+                                                : equals - 2);
+    if (kDropped.count(name) == 0) {
+      args.profile_words.push_back(word);
+      continue;
+    }
+    // Skip its value too, unless it came as --name=value or is a switch.
+    if (equals == std::string::npos && name != "measure") ++i;
   }
   return args;
 }

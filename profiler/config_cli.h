@@ -49,6 +49,21 @@ struct PredictArgs {
 // `args` are the words after "predict".
 PredictArgs ParsePredictArgs(const std::vector<std::string>& args);
 
+struct FitArgs {
+  RunConfig config;
+  int64_t budget_bytes = 0;
+  bool measure = false;  // also run micro-batches under --memory-limit
+  std::string out_dir;   // --measure's runs; "" : a temporary directory
+  // The config words to pass on to `memprof profile` (the config file and
+  // its --section.key flags, without the batch, world-size and fit flags).
+  std::vector<std::string> profile_words;
+  bool help = false;
+  std::string help_text;
+};
+
+// `args` are the words after "fit".
+FitArgs ParseFitArgs(const std::vector<std::string>& args);
+
 struct CheckArgs {
   std::string run_dir;
   CheckOptions check;

@@ -13,7 +13,9 @@
 #include "profiler/command_main.h"
 #include "profiler/config_cli.h"
 #include "profiler/errors.h"
+#include "profiler/fit_command.h"
 #include "profiler/predict_command.h"
+#include "profiler/profile_process.h"
 #include "profiler/report_command.h"
 
 namespace {
@@ -28,6 +30,7 @@ constexpr const char* kUsage =
     "  check --baseline FILE --run DIR [--tolerance 1%] [--markdown FILE] "
     "[--strict]\n"
     "  report --run DIR\n"
+    "  fit --config FILE --budget 80GiB [--world-size N] [--measure]\n"
     "run 'memprof <command> --help' for its options\n";
 
 int Main(const std::vector<std::string>& words) {
@@ -60,6 +63,14 @@ int Main(const std::vector<std::string>& words) {
     }
     return memprof::RunCheckCommand(args);
   }
+  if (words[0] == "fit") {
+    const memprof::FitArgs args = memprof::ParseFitArgs(rest);
+    if (args.help) {
+      std::cout << args.help_text;
+      return memprof::kExitOk;
+    }
+    return memprof::RunFitCommand(args);
+  }
   if (words[0] == "report") {
     const memprof::ReportArgs args = memprof::ParseReportArgs(rest);
     if (args.help) {
@@ -70,16 +81,13 @@ int Main(const std::vector<std::string>& words) {
   }
   throw memprof::InputError(
       "unknown command '" + words[0] +
-      "'; known commands: profile, predict, baseline, check, report");
+      "'; known commands: profile, predict, baseline, check, report, fit");
 }
 
 // `profile` runs in memprof-profile, next to this executable, with the
 // same arguments (the environment, and so any rank variables, carry over).
 [[noreturn]] void ExecProfile(char** argv) {
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  std::string path = n > 0 ? std::string(self, static_cast<size_t>(n)) : "";
-  path = path.substr(0, path.rfind('/') + 1) + "memprof-profile";
+  const std::string path = memprof::ProfileExecutable();
   ::execv(path.c_str(), argv);
   throw memprof::RunFailure("cannot start " + path + ": " +
                             std::strerror(errno) +

@@ -1,0 +1,162 @@
+// memprof fit: verdicts from the prediction, ZeRO pricing, and --measure
+// against real one-rank runs under --memory-limit (the memprof binary).
+#include "profiler/fit.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "profiler/config_cli.h"
+#include "profiler/errors.h"
+#include "tests/run_command.h"
+
+namespace memprof {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kTiny = MEMPROF_SOURCE_DIR "/configs/mlp-tiny.ini";
+const std::string kGpt13 = MEMPROF_SOURCE_DIR "/configs/gpt-1.3b.ini";
+
+// mlp-tiny: model state with DDP buckets is 20P = 221,640 B (measured to
+// the byte); the peak grows by the batch's 136 B a sample, to 255,512 B at
+// micro-batch 8.
+constexpr int64_t kTinyModelState = 20 * 11082;
+
+FitAnswer FitOf(const std::string& config, int64_t budget,
+                std::vector<std::string> extra = {}) {
+  std::vector<std::string> words = {"--config", config, "--budget", "1"};
+  words.insert(words.end(), extra.begin(), extra.end());
+  return Fit(ParseFitArgs(words).config, budget);
+}
+
+TEST(Fit, VerdictFollowsTheBudget) {
+  const FitAnswer roomy = FitOf(kTiny, 1 << 20);
+  EXPECT_EQ(roomy.verdict, FitVerdict::kFits);
+  EXPECT_EQ(roomy.model_state_bytes, kTinyModelState);
+  EXPECT_GE(roomy.largest_micro_batch, 8);
+  EXPECT_LE(roomy.largest_peak_bytes, 1 << 20);
+
+  const FitAnswer tight = FitOf(kTiny, roomy.peak_bytes - 1);
+  EXPECT_EQ(tight.verdict, FitVerdict::kActivationOverflow);
+  EXPECT_GE(tight.largest_micro_batch, 1);
+  EXPECT_LT(tight.largest_micro_batch, 8);
+  EXPECT_LE(tight.largest_peak_bytes, tight.budget_bytes);
+  const RunConfig tiny = ParseFitArgs({"--config", kTiny, "--budget", "1"}).config;
+  EXPECT_GT(PredictedPeakAt(tiny, tight.largest_micro_batch + 1),
+            tight.budget_bytes)
+      << "the largest: one more sample does not fit";
+
+  const FitAnswer small = FitOf(kTiny, kTinyModelState - 1);
+  EXPECT_EQ(small.verdict, FitVerdict::kModelStateOverflow);
+  EXPECT_EQ(small.largest_micro_batch, 0);
+  EXPECT_NE(FitVerdictSentence(small).find("alone over the budget"),
+            std::string::npos)
+      << FitVerdictSentence(small);
+}
+
+TEST(Fit, ModelStateVerdictDoesNotDependOnTheNumberOfRanks) {
+  const int64_t budget = int64_t{80} << 30;
+  const FitAnswer one = FitOf(kGpt13, budget, {"--world-size", "1"});
+  const FitAnswer eight = FitOf(kGpt13, budget, {"--world-size", "8"});
+  EXPECT_EQ(one.model_state_bytes, eight.model_state_bytes);
+  EXPECT_EQ(one.peak1_bytes, eight.peak1_bytes);
+  EXPECT_EQ(one.largest_micro_batch, eight.largest_micro_batch);
+  EXPECT_EQ(one.verdict == FitVerdict::kModelStateOverflow,
+            eight.verdict == FitVerdict::kModelStateOverflow);
+  EXPECT_EQ(one.zero.plain_bytes, eight.zero.plain_bytes);
+  EXPECT_EQ(eight.zero.stage3_bytes * 8, eight.zero.plain_bytes)
+      << "ZeRO-3 at 8 ranks holds one eighth of the plain model state";
+  EXPECT_EQ(eight.zero.duplicated_bytes, 7 * eight.zero.plain_bytes);
+  // 16 bytes per parameter for fp32 Adam: 4 + 4 + 8.
+  EXPECT_EQ(one.zero.plain_bytes, 16 * int64_t{1315723264});
+
+  // A budget below the model state: no number of data-parallel ranks helps,
+  // ZeRO does.
+  const int64_t small = int64_t{16} << 30;
+  const FitAnswer over1 = FitOf(kGpt13, small, {"--world-size", "1"});
+  const FitAnswer over8 = FitOf(kGpt13, small, {"--world-size", "8"});
+  EXPECT_EQ(over1.verdict, FitVerdict::kModelStateOverflow);
+  EXPECT_EQ(over8.verdict, FitVerdict::kModelStateOverflow);
+  EXPECT_EQ(over1.zero_stage, 0);
+  EXPECT_GT(over8.zero_stage, 0);
+  EXPECT_LE(over8.zero_peak_bytes[over8.zero_stage], small);
+  EXPECT_GT(over1.zero3_ranks, 1);
+  EXPECT_NE(FitVerdictSentence(over8).find("ZeRO-"), std::string::npos);
+}
+
+TEST(FitCommand, ExitCodesAndBadInput) {
+  EXPECT_EQ(RunMemprof("fit --config " + kTiny + " --budget 1GiB").exit_code,
+            kExitOk);
+  const CommandResult over = RunMemprof("fit --config " + kTiny +
+                                        " --budget 200000");
+  EXPECT_EQ(over.exit_code, kExitCheckFailed) << over.output;
+  EXPECT_NE(over.output.find("verdict: model-state-overflow"),
+            std::string::npos)
+      << over.output;
+  const CommandResult bad =
+      RunMemprof("fit --config " + kTiny + " --budget 12XB");
+  EXPECT_EQ(bad.exit_code, kExitBadInput);
+  EXPECT_NE(bad.output.find("--budget 12XB: expected a size"),
+            std::string::npos)
+      << bad.output;
+  EXPECT_EQ(RunMemprof("fit --config " + kTiny).exit_code, kExitBadInput);
+}
+
+class FitMeasure : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("memprof-fit-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(FitMeasure, BelowModelStateEvenMicroBatchOneRunsOutOfMemory) {
+  const CommandResult r = RunMemprof("fit --config " + kTiny +
+                                     " --budget 200000 --measure --out " +
+                                     dir_.string());
+  EXPECT_EQ(r.exit_code, kExitCheckFailed) << r.output;
+  EXPECT_NE(r.output.find("measured verdict: model-state-overflow"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::exists(dir_ / "micro-batch-1" / "rank-0.json"));
+}
+
+TEST_F(FitMeasure, BetweenModelStateAndPeakNamesALargestMicroBatchThatRuns) {
+  const RunConfig tiny = ParseFitArgs({"--config", kTiny, "--budget", "1"}).config;
+  const int64_t peak8 = PredictedPeakAt(tiny, 8);
+  const int64_t budget = peak8 - 600;  // a few samples' batch less
+  ASSERT_GT(budget, kTinyModelState);
+  const CommandResult r =
+      RunMemprof("fit --config " + kTiny + " --budget " +
+                 std::to_string(budget) + " --measure --out " + dir_.string());
+  EXPECT_EQ(r.exit_code, kExitCheckFailed) << r.output;
+  const std::string said = "measured verdict: activation-overflow: the "
+                           "largest micro-batch per rank that ran to "
+                           "completion is ";
+  const size_t at = r.output.find(said);
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const int largest = std::stoi(r.output.substr(at + said.size()));
+  EXPECT_GE(largest, 1);
+  EXPECT_LT(largest, 8);
+  // It runs to completion under the limit; one more does not.
+  const CommandResult runs = RunMemprof(
+      "profile --config " + kTiny + " --micro-batch " +
+      std::to_string(largest) + " --memory-limit " + std::to_string(budget) +
+      " --out " + (dir_ / "again").string());
+  EXPECT_EQ(runs.exit_code, kExitOk) << runs.output;
+  const CommandResult more = RunMemprof(
+      "profile --config " + kTiny + " --micro-batch " +
+      std::to_string(largest + 1) + " --memory-limit " +
+      std::to_string(budget) + " --out " + (dir_ / "more").string());
+  EXPECT_EQ(more.exit_code, kExitRunFailed) << more.output;
+  EXPECT_NE(more.output.find("out of memory"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace memprof
