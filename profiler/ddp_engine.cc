@@ -8,6 +8,8 @@
 #include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 
+#include "profiler/timed_process_group.h"
+
 namespace memprof {
 namespace {
 
@@ -103,6 +105,7 @@ std::vector<std::string> ProcessGroup::AllGather(const std::string& value) {
 }
 
 struct DdpEngine::Impl {
+  std::shared_ptr<CommIntervals> comm = std::make_shared<CommIntervals>();
   std::shared_ptr<c10d::Reducer> reducer;
 };
 
@@ -129,14 +132,26 @@ DdpEngine::DdpEngine(ProcessGroup& group, const DdpConfig& config,
   std::reverse(buckets.begin(), buckets.end());
   std::reverse(limits.begin(), limits.end());
   std::unordered_map<size_t, std::string> names;
+  // The Reducer talks to the real group through a timer (Note
+  // [Communication time]).
+  const c10::intrusive_ptr<c10d::ProcessGroup> timed =
+      c10::make_intrusive<TimedProcessGroup>(pg, impl_->comm);
   impl_->reducer = std::make_shared<c10d::Reducer>(
-      params, buckets, limits, pg, sparse, cap_bytes,
+      params, buckets, limits, timed, sparse, cap_bytes,
       /*find_unused_parameters=*/false, config.gradient_as_bucket_view, names,
       /*first_bucket_bytes_cap=*/std::min(kFirstBucketBytes, cap_bytes));
 }
 
 DdpEngine::~DdpEngine() = default;
-void DdpEngine::Abandon() { (void)impl_.release(); }
+void DdpEngine::Abandon() {
+  comm_ = impl_->comm;  // still readable afterwards
+  (void)impl_.release();
+}
+
+double DdpEngine::CommSecondsBetween(SteadyTime begin, SteadyTime end) const {
+  const std::shared_ptr<CommIntervals>& comm = impl_ ? impl_->comm : comm_;
+  return comm->SecondsBetween(begin, end);
+}
 
 bool DdpEngine::PrepareForward() {
   impl_->reducer->prepare_for_forward();

@@ -4,6 +4,7 @@
 // ddp_engine.cc.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -56,6 +57,10 @@ class DdpEngine {
   bool PrepareForward();
   // Before loss.backward(): arms the Reducer's autograd hooks.
   void PrepareForBackward();
+  // Seconds the Reducer's all-reduces took between two times, counted once
+  // where they overlap (Note [Communication time]).
+  double CommSecondsBetween(std::chrono::steady_clock::time_point begin,
+                            std::chrono::steady_clock::time_point end) const;
   // The Reducer's flat gradient buckets, as they are now.
   std::vector<torch::Tensor> BucketBuffers();
   size_t bucket_count();
@@ -64,6 +69,7 @@ class DdpEngine {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  std::shared_ptr<class CommIntervals> comm_;  // after Abandon()
 };
 
 }  // namespace memprof

@@ -74,6 +74,7 @@ nlohmann::ordered_json ToJson(const RankReport& r) {
                          {"steady_state", s.step >= a.steady_first_step},
                          {"completed", record.completed},
                          {"seconds", record.seconds},
+                         {"comm_seconds", record.comm_seconds},
                          {"loss", record.loss},
                          {"peak_bytes", s.peak.total_bytes},
                          {"peak_phase", PhaseName(s.peak.phase)},

@@ -168,9 +168,9 @@ RankReport RunRank(const RunConfig& config, ProcessGroup& group,
         if (!stopped_by_limit()) throw;
         record.completed = false;
       }  // the batch, the loss and the graph are freed inside the step
-      record.seconds = std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
+      const auto end = std::chrono::steady_clock::now();
+      record.seconds = std::chrono::duration<double>(end - start).count();
+      record.comm_seconds = ddp->CommSecondsBetween(start, end);
       report.step_records.push_back(record);
       if (!record.completed) break;
     }
