@@ -1,6 +1,7 @@
 #include "profiler/config_cli.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -187,6 +188,30 @@ void Require(const po::variables_map& vm, const char* flag,
     throw InputError(command + ": --" + flag + " " + what +
                      " is required; run 'memprof " + command + " --help'");
   }
+}
+
+// `words` without the flags named in `dropped` and their values: the
+// config words to pass on to `memprof profile`. Switches among `dropped`
+// take no value.
+std::vector<std::string> ProfileWords(const std::vector<std::string>& words,
+                                      const std::set<std::string>& dropped) {
+  static const std::set<std::string> kSwitches = {"measure"};
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    const size_t equals = word.find('=');
+    const std::string name =
+        word.rfind("--", 0) == 0
+            ? word.substr(2, equals == std::string::npos ? std::string::npos
+                                                         : equals - 2)
+            : "";
+    if (name.empty() || dropped.count(name) == 0) {
+      kept.push_back(word);
+    } else if (equals == std::string::npos && kSwitches.count(name) == 0) {
+      ++i;  // its value
+    }
+  }
+  return kept;
 }
 
 }  // namespace
@@ -508,28 +533,63 @@ FitArgs ParseFitArgs(const std::vector<std::string>& words) {
   if (!args.out_dir.empty() && !args.measure) {
     throw InputError("--out is where --measure's runs write: add --measure");
   }
-  // Everything but the fit flags and what the measured runs set themselves.
-  static const std::set<std::string> kDropped = {
-      "budget", "measure",    "out",          "world-size", "ddp.world_size",
-      "micro-batch", "train.micro_batch", "global-batch",
-      "train.global_batch"};
-  for (size_t i = 0; i < words.size(); ++i) {
-    const std::string& word = words[i];
-    if (word.rfind("--", 0) != 0) {
-      args.profile_words.push_back(word);
-      continue;
-    }
-    const size_t equals = word.find('=');
-    const std::string name = word.substr(2, equals == std::string::npos
-                                                ? std::string::npos
-                                                : equals - 2);
-    if (kDropped.count(name) == 0) {
-      args.profile_words.push_back(word);
-      continue;
-    }
-    // Skip its value too, unless it came as --name=value or is a switch.
-    if (equals == std::string::npos && name != "measure") ++i;
+  args.profile_words = ProfileWords(
+      words, {"budget", "measure", "out", "world-size", "ddp.world_size",
+              "micro-batch", "train.micro_batch", "global-batch",
+              "train.global_batch"});
+  return args;
+}
+
+SweepArgs ParseSweepArgs(const std::vector<std::string>& words) {
+  SweepArgs args;
+  std::string sizes;
+  po::options_description flags("Options");
+  flags.add_options()("help,h", "print this help")(
+      "world-sizes", po::value(&sizes),
+      "the numbers of ranks to run, comma-separated: 1,2,4")(
+      "out", po::value(&args.out_dir),
+      "output directory: one run per world size and the sweep's table and "
+      "charts (default: out/sweep)");
+  po::variables_map cli;
+  if (!ParseRunConfigWords(
+          words, flags, "sweep",
+          "usage: memprof sweep --config FILE --world-sizes 1,2,4 "
+          "--global-batch G [--out DIR]\nruns each world size N at "
+          "micro-batch G/N: per-rank bytes by category and step time "
+          "(compute and communication) against N",
+          args.config, cli, args.help_text)) {
+    args.help = true;
+    return args;
   }
+  if (sizes.empty()) {
+    throw InputError("sweep: --world-sizes N,N,... is required (e.g. 1,2,4)");
+  }
+  std::stringstream list(sizes);
+  for (std::string item; std::getline(list, item, ',');) {
+    char* end = nullptr;
+    const long long n = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || n < 1 || n > 4096) {
+      throw InputError("--world-sizes " + sizes + ": '" + item +
+                       "' is not a number of ranks in [1, 4096]");
+    }
+    args.world_sizes.push_back(n);
+  }
+  args.global_batch = args.config.train.global_batch;
+  if (args.global_batch < 1) {
+    throw InputError("sweep: --global-batch G is required: each world size N "
+                     "runs at micro-batch G/N");
+  }
+  for (int64_t n : args.world_sizes) {
+    if (args.global_batch % n != 0) {
+      throw InputError("--global-batch " + std::to_string(args.global_batch) +
+                       " is not divisible by world size " + std::to_string(n) +
+                       " (from --world-sizes " + sizes + ")");
+    }
+  }
+  args.profile_words = ProfileWords(
+      words, {"world-sizes", "out", "world-size", "ddp.world_size",
+              "micro-batch", "train.micro_batch", "global-batch",
+              "train.global_batch"});
   return args;
 }
 

@@ -64,6 +64,19 @@ struct FitArgs {
 // `args` are the words after "fit".
 FitArgs ParseFitArgs(const std::vector<std::string>& args);
 
+struct SweepArgs {
+  RunConfig config;
+  std::vector<int64_t> world_sizes;  // --world-sizes 1,2,4
+  int64_t global_batch = 0;
+  std::string out_dir = "out/sweep";
+  std::vector<std::string> profile_words;  // as FitArgs::profile_words
+  bool help = false;
+  std::string help_text;
+};
+
+// `args` are the words after "sweep".
+SweepArgs ParseSweepArgs(const std::vector<std::string>& args);
+
 struct CheckArgs {
   std::string run_dir;
   CheckOptions check;

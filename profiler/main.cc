@@ -17,6 +17,7 @@
 #include "profiler/predict_command.h"
 #include "profiler/profile_process.h"
 #include "profiler/report_command.h"
+#include "profiler/sweep_command.h"
 
 namespace {
 
@@ -31,6 +32,7 @@ constexpr const char* kUsage =
     "[--strict]\n"
     "  report --run DIR\n"
     "  fit --config FILE --budget 80GiB [--world-size N] [--measure]\n"
+    "  sweep --config FILE --world-sizes 1,2,4 --global-batch G [--out DIR]\n"
     "run 'memprof <command> --help' for its options\n";
 
 int Main(const std::vector<std::string>& words) {
@@ -71,6 +73,14 @@ int Main(const std::vector<std::string>& words) {
     }
     return memprof::RunFitCommand(args);
   }
+  if (words[0] == "sweep") {
+    const memprof::SweepArgs args = memprof::ParseSweepArgs(rest);
+    if (args.help) {
+      std::cout << args.help_text;
+      return memprof::kExitOk;
+    }
+    return memprof::RunSweepCommand(args);
+  }
   if (words[0] == "report") {
     const memprof::ReportArgs args = memprof::ParseReportArgs(rest);
     if (args.help) {
@@ -81,7 +91,7 @@ int Main(const std::vector<std::string>& words) {
   }
   throw memprof::InputError(
       "unknown command '" + words[0] +
-      "'; known commands: profile, predict, baseline, check, report, fit");
+      "'; known commands: profile, predict, baseline, check, report, fit, sweep");
 }
 
 // `profile` runs in memprof-profile, next to this executable, with the

@@ -87,7 +87,7 @@ int64_t IntAt(const Json& object, const char* key) {
   return value.is_number_integer() ? value.get<int64_t>() : 0;
 }
 
-std::string Head(const ReportText& text) {
+std::string Head(const std::string& title) {
   return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
          "<meta charset=\"utf-8\">\n"
          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
@@ -95,7 +95,7 @@ std::string Head(const ReportText& text) {
          "img-src data:\">\n"
          "<meta name=\"viewport\" content=\"width=device-width, "
          "initial-scale=1\">\n<title>" +
-         Esc(text.title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n";
+         Esc(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n";
 }
 
 std::string Context(const ReportText& text) {
@@ -259,7 +259,9 @@ bool Numeric(const ReportTable& table, size_t column) {
   return column < table.numeric.size() && table.numeric[column];
 }
 
-std::string Table(const ReportTable& table) {
+}  // namespace
+
+std::string HtmlTable(const ReportTable& table) {
   std::string out = "<section class=\"report-table\" id=\"" + Esc(table.id) +
                     "\">\n<h2>" + Esc(table.title) + "</h2>\n<table>\n";
   if (!table.caption.empty()) {
@@ -284,6 +286,8 @@ std::string Table(const ReportTable& table) {
   return out + "</section>\n";
 }
 
+namespace {
+
 std::string Redundancy(const ReportText& text) {
   if (text.redundancy.empty()) return "";
   std::string out =
@@ -297,16 +301,21 @@ std::string Redundancy(const ReportText& text) {
 }  // namespace
 
 std::string FormatReportHtml(const RunView& view, const ReportText& text) {
-  std::string out = Head(text) + "<body>\n<main>\n" + Context(text);
+  std::string out = Head(text.title) + "<body>\n<main>\n" + Context(text);
   if (!view.ranks.empty()) {
     out += TimelineSection(view);
     out += PredictionSection(view);
   }
-  for (const ReportTable& table : text.tables) out += Table(table);
+  for (const ReportTable& table : text.tables) out += HtmlTable(table);
   out += Redundancy(text);
   out += "</main>\n<script>";
   out += kScript;
   return out + "</script>\n</body>\n</html>\n";
+}
+
+std::string HtmlPage(const std::string& title, const std::string& body) {
+  return Head(title) + "<body>\n<main>\n<h1>" + Esc(title) + "</h1>\n" +
+         body + "</main>\n<script>" + kScript + "</script>\n</body>\n</html>\n";
 }
 
 }  // namespace memprof

@@ -11,4 +11,10 @@ namespace memprof {
 
 std::string FormatReportHtml(const RunView& view, const ReportText& text);
 
+// The pieces other pages (memprof sweep) are made of: a table as a
+// <section>, and a self-contained page (the same style, Content-Security-
+// Policy and chart-measuring script) around `body`, titled `title`.
+std::string HtmlTable(const ReportTable& table);
+std::string HtmlPage(const std::string& title, const std::string& body);
+
 }  // namespace memprof

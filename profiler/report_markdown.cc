@@ -54,7 +54,7 @@ std::string FormatReportMarkdown(const ReportText& text) {
   for (const auto& [name, value] : text.context) {
     out << "- **" << name << "**: " << value << "\n";
   }
-  out << "\n";
+  if (!text.context.empty()) out << "\n";
   for (const ReportTable& table : text.tables) Table(out, table);
   if (!text.redundancy.empty()) {
     out << "## Redundancy\n\n"

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <thread>
 
@@ -209,6 +210,57 @@ TEST_F(MultiRankTest, ARankOutOfMemoryIsNamedAndTheJobExitsThree) {
     sum += bytes.get<int64_t>();
   }
   EXPECT_EQ(sum, oom["live_bytes"].get<int64_t>());
+}
+
+// memprof sweep: model state flat in N to the byte, activations as 1/N,
+// communication measured around the real all-reduce.
+TEST_F(MultiRankTest, SweepKeepsModelStateFlatAndActivationsFollowOneOverN) {
+  const CommandResult r = RunMemprof(
+      std::string("sweep --config ") + kTiny +
+      " --world-sizes 1,2,4 --global-batch 8 --out " + Out("sweep"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Json sweep = Read(Out("sweep") + "/sweep.json");
+  EXPECT_EQ(sweep["schema"], "memprof.sweep/1");
+  const Json& rows = sweep["rows"];
+  ASSERT_EQ(rows.size(), 3u);
+  for (const Json& row : rows) {
+    const int64_t n = row["world_size"].get<int64_t>();
+    EXPECT_EQ(row["micro_batch"].get<int64_t>(), 8 / n);
+    for (const char* c : {"weights", "gradients", "optimizer_state",
+                          "ddp_buckets"}) {
+      EXPECT_EQ(row["bytes"][c], rows[0]["bytes"][c]) << c << " at N=" << n;
+    }
+    const double ratio = rows[0]["bytes"]["activations"].get<double>() /
+                         row["bytes"]["activations"].get<double>();
+    EXPECT_NEAR(ratio, static_cast<double>(n), 0.05 * n) << "N=" << n;
+    EXPECT_GT(row["comm_seconds"].get<double>(), 0) << "N=" << n;
+    EXPECT_LE(row["comm_seconds"].get<double>(),
+              row["step_seconds"].get<double>());
+    // The run behind the row reports the same communication time.
+    const Json rank0 = Read(row["run"].get<std::string>() + "/rank-0.json");
+    EXPECT_GT(rank0["steps"].back()["comm_seconds"].get<double>(), 0);
+  }
+  std::ifstream svg(Out("sweep") + "/sweep.svg");
+  const std::string text((std::istreambuf_iterator<char>(svg)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("data-category=\"activations\" data-world-size=\"4\" "
+                      "data-bytes=\"" +
+                      std::to_string(rows[2]["bytes"]["activations"]
+                                         .get<int64_t>()) +
+                      "\""),
+            std::string::npos);
+  for (const char* file : {"sweep.md", "sweep.html"}) {
+    EXPECT_TRUE(fs::exists(Out("sweep") + "/" + file)) << file;
+  }
+}
+
+TEST_F(MultiRankTest, SweepRejectsABatchThatDoesNotDivide) {
+  const CommandResult r =
+      RunMemprof(std::string("sweep --config ") + kTiny +
+                 " --world-sizes 1,3 --global-batch 8 --out " + Out("bad"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("not divisible by world size 3"), std::string::npos)
+      << r.output;
 }
 
 }  // namespace
