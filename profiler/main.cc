@@ -35,60 +35,39 @@ constexpr const char* kUsage =
     "  sweep --config FILE --world-sizes 1,2,4 --global-batch G [--out DIR]\n"
     "run 'memprof <command> --help' for its options\n";
 
+// Parses a command's words, prints its --help or runs it.
+template <typename Args>
+int Dispatch(const std::vector<std::string>& words,
+             Args (*parse)(const std::vector<std::string>&),
+             int (*run)(const Args&)) {
+  const Args args = parse(words);
+  if (args.help) {
+    std::cout << args.help_text;
+    return memprof::kExitOk;
+  }
+  return run(args);
+}
+
 int Main(const std::vector<std::string>& words) {
+  using namespace memprof;
   if (words.empty() || words[0] == "--help" || words[0] == "-h") {
     std::cout << kUsage;
-    return words.empty() ? memprof::kExitBadInput : memprof::kExitOk;
+    return words.empty() ? kExitBadInput : kExitOk;
   }
   const std::vector<std::string> rest(words.begin() + 1, words.end());
-  if (words[0] == "predict") {
-    const memprof::PredictArgs args = memprof::ParsePredictArgs(rest);
-    if (args.help) {
-      std::cout << args.help_text;
-      return memprof::kExitOk;
-    }
-    return memprof::RunPredictCommand(args);
+  const std::string& command = words[0];
+  if (command == "predict") {
+    return Dispatch(rest, &ParsePredictArgs, &RunPredictCommand);
   }
-  if (words[0] == "baseline") {
-    const memprof::BaselineArgs args = memprof::ParseBaselineArgs(rest);
-    if (args.help) {
-      std::cout << args.help_text;
-      return memprof::kExitOk;
-    }
-    return memprof::RunBaselineCommand(args);
+  if (command == "baseline") {
+    return Dispatch(rest, &ParseBaselineArgs, &RunBaselineCommand);
   }
-  if (words[0] == "check") {
-    const memprof::CheckArgs args = memprof::ParseCheckArgs(rest);
-    if (args.help) {
-      std::cout << args.help_text;
-      return memprof::kExitOk;
-    }
-    return memprof::RunCheckCommand(args);
+  if (command == "check") return Dispatch(rest, &ParseCheckArgs, &RunCheckCommand);
+  if (command == "report") {
+    return Dispatch(rest, &ParseReportArgs, &RunReportCommand);
   }
-  if (words[0] == "fit") {
-    const memprof::FitArgs args = memprof::ParseFitArgs(rest);
-    if (args.help) {
-      std::cout << args.help_text;
-      return memprof::kExitOk;
-    }
-    return memprof::RunFitCommand(args);
-  }
-  if (words[0] == "sweep") {
-    const memprof::SweepArgs args = memprof::ParseSweepArgs(rest);
-    if (args.help) {
-      std::cout << args.help_text;
-      return memprof::kExitOk;
-    }
-    return memprof::RunSweepCommand(args);
-  }
-  if (words[0] == "report") {
-    const memprof::ReportArgs args = memprof::ParseReportArgs(rest);
-    if (args.help) {
-      std::cout << args.help_text;
-      return memprof::kExitOk;
-    }
-    return memprof::RunReportCommand(args);
-  }
+  if (command == "fit") return Dispatch(rest, &ParseFitArgs, &RunFitCommand);
+  if (command == "sweep") return Dispatch(rest, &ParseSweepArgs, &RunSweepCommand);
   throw memprof::InputError(
       "unknown command '" + words[0] +
       "'; known commands: profile, predict, baseline, check, report, fit, sweep");
