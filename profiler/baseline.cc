@@ -300,8 +300,8 @@ RankReportFigures ParseRankReport(const std::string& text,
   const Json& train =
       reader.Object(out.context.config, "context.config", "train");
   out.context.dtype = reader.String(train, "context.config.train", "dtype");
-  const Json& installed = reader.Member(reader.Object(doc, "", "hook"),
-                                       "hook", "installed");
+  const Json& installed =
+      reader.Member(reader.Object(doc, "", "hook"), "hook", "installed");
   if (installed != true) {
     reader.Fail("hook.installed",
                 "is " + installed.dump() +

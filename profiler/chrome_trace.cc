@@ -15,13 +15,13 @@ using Json = nlohmann::ordered_json;
 constexpr int kLoopThread = 0;  // tid of the phase and step spans
 
 Json Metadata(const char* name, int pid, const Json& args, int tid = 0) {
-  return Json{{"name", name}, {"ph", "M"}, {"pid", pid}, {"tid", tid},
-              {"args", args}};
+  return Json{
+      {"name", name}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", args}};
 }
 
 Json Span(const std::string& name, const char* category, int pid, double ts,
           double dur, const Json& args) {
-  return Json{{"name", name}, {"cat", category}, {"ph", "X"},
+  return Json{{"name", name}, {"cat", category},    {"ph", "X"},
               {"pid", pid},   {"tid", kLoopThread}, {"ts", ts},
               {"dur", dur},   {"args", args}};
 }
@@ -33,12 +33,18 @@ void Counters(Json& events, int pid, double ts, const Json& breakdown) {
     const std::string name(CategoryName(c));
     const int64_t bytes = breakdown[name].get<int64_t>();
     total += bytes;
-    events.push_back(Json{{"name", name}, {"cat", "memory"}, {"ph", "C"},
-                          {"pid", pid},   {"ts", ts},
+    events.push_back(Json{{"name", name},
+                          {"cat", "memory"},
+                          {"ph", "C"},
+                          {"pid", pid},
+                          {"ts", ts},
                           {"args", {{"bytes", bytes}}}});
   }
-  events.push_back(Json{{"name", "total"}, {"cat", "memory"}, {"ph", "C"},
-                        {"pid", pid},      {"ts", ts},
+  events.push_back(Json{{"name", "total"},
+                        {"cat", "memory"},
+                        {"ph", "C"},
+                        {"pid", pid},
+                        {"ts", ts},
                         {"args", {{"bytes", total}}}});
 }
 
@@ -50,8 +56,8 @@ double PeakTime(const Json& segment, double begin, double end) {
   const double last = segment["end_seq"].get<double>();
   const double at = segment["peak_seq"].get<double>();
   if (last <= first) return begin;
-  return begin + (end - begin) * std::clamp((at - first) / (last - first),
-                                            0.0, 1.0);
+  return begin +
+         (end - begin) * std::clamp((at - first) / (last - first), 0.0, 1.0);
 }
 
 void RankEvents(Json& events, const Json& rank, int64_t offset_us) {
@@ -63,8 +69,8 @@ void RankEvents(Json& events, const Json& rank, int64_t offset_us) {
                     context["hostname"].get<std::string>() + ", pid " +
                     std::to_string(context.value("pid", int64_t{0})) + ")"}}));
   events.push_back(Metadata("process_sort_index", pid, {{"sort_index", pid}}));
-  events.push_back(Metadata("thread_name", pid, {{"name", "training loop"}},
-                            kLoopThread));
+  events.push_back(
+      Metadata("thread_name", pid, {{"name", "training loop"}}, kLoopThread));
 
   const Json& timeline = rank["timeline"];
   auto at = [&](const Json& segment, const char* key) {
@@ -102,7 +108,8 @@ void RankEvents(Json& events, const Json& rank, int64_t offset_us) {
       Counters(events, pid, PeakTime(segment, begin, end),
                segment["peak_breakdown"]);
     }
-    if (i + 1 == timeline.size()) Counters(events, pid, end, segment["end_bytes"]);
+    if (i + 1 == timeline.size())
+      Counters(events, pid, end, segment["end_bytes"]);
   }
 }
 
@@ -116,18 +123,18 @@ Json ChromeTraceJson(const RunView& view) {
   }
   Json events = Json::array();
   for (const Json& rank : view.ranks) {
-    RankEvents(events, rank,
-               rank["context"]["session_start_unix_us"].get<int64_t>() -
-                   first_start);
+    RankEvents(
+        events, rank,
+        rank["context"]["session_start_unix_us"].get<int64_t>() - first_start);
   }
-  return Json{{"traceEvents", events},
-              {"displayTimeUnit", "ms"},
-              {"otherData",
-               {{"producer", "memprof"},
-                {"ranks", view.world_size},
-                {"complete", view.complete()},
-                {"session_start_unix_us",
-                 view.ranks.empty() ? 0 : first_start}}}};
+  return Json{
+      {"traceEvents", events},
+      {"displayTimeUnit", "ms"},
+      {"otherData",
+       {{"producer", "memprof"},
+        {"ranks", view.world_size},
+        {"complete", view.complete()},
+        {"session_start_unix_us", view.ranks.empty() ? 0 : first_start}}}};
 }
 
 }  // namespace memprof

@@ -526,17 +526,18 @@ FitArgs ParseFitArgs(const std::vector<std::string>& words) {
     return args;
   }
   if (budget.empty()) {
-    throw InputError("fit: --budget SIZE is required (e.g. --budget 80GiB); "
-                     "run 'memprof fit --help'");
+    throw InputError(
+        "fit: --budget SIZE is required (e.g. --budget 80GiB); "
+        "run 'memprof fit --help'");
   }
   args.budget_bytes = ByteSizeFlag("budget", budget);
   if (!args.out_dir.empty() && !args.measure) {
     throw InputError("--out is where --measure's runs write: add --measure");
   }
-  args.profile_words = ProfileWords(
-      words, {"budget", "measure", "out", "world-size", "ddp.world_size",
-              "micro-batch", "train.micro_batch", "global-batch",
-              "train.global_batch"});
+  args.profile_words =
+      ProfileWords(words, {"budget", "measure", "out", "world-size",
+                           "ddp.world_size", "micro-batch", "train.micro_batch",
+                           "global-batch", "train.global_batch"});
   return args;
 }
 
@@ -576,8 +577,9 @@ SweepArgs ParseSweepArgs(const std::vector<std::string>& words) {
   }
   args.global_batch = args.config.train.global_batch;
   if (args.global_batch < 1) {
-    throw InputError("sweep: --global-batch G is required: each world size N "
-                     "runs at micro-batch G/N");
+    throw InputError(
+        "sweep: --global-batch G is required: each world size N "
+        "runs at micro-batch G/N");
   }
   for (int64_t n : args.world_sizes) {
     if (args.global_batch % n != 0) {
@@ -586,10 +588,10 @@ SweepArgs ParseSweepArgs(const std::vector<std::string>& words) {
                        " (from --world-sizes " + sizes + ")");
     }
   }
-  args.profile_words = ProfileWords(
-      words, {"world-sizes", "out", "world-size", "ddp.world_size",
-              "micro-batch", "train.micro_batch", "global-batch",
-              "train.global_batch"});
+  args.profile_words =
+      ProfileWords(words, {"world-sizes", "out", "world-size", "ddp.world_size",
+                           "micro-batch", "train.micro_batch", "global-batch",
+                           "train.global_batch"});
   return args;
 }
 

@@ -41,17 +41,15 @@ void HookDeleteForeign(void* record) {
 }
 
 // The error LibTorch's device allocators raise when a device is full.
-[[noreturn]] void ThrowOutOfMemory(const OutOfMemory& failure,
-                                   int64_t bytes) {
-  C10_THROW_ERROR(
-      OutOfMemoryError,
-      "out of memory under memprof --memory-limit " +
-          HumanBytes(failure.limit_bytes) + ". Tried to allocate " +
-          HumanBytes(bytes) + " (the first refusal: " +
-          HumanBytes(failure.requested_bytes) + " with " +
-          HumanBytes(failure.live_bytes) + " live, in " +
-          std::string(PhaseName(failure.phase)) + " of step " +
-          std::to_string(failure.step) + ")");
+[[noreturn]] void ThrowOutOfMemory(const OutOfMemory& failure, int64_t bytes) {
+  C10_THROW_ERROR(OutOfMemoryError,
+                  "out of memory under memprof --memory-limit " +
+                      HumanBytes(failure.limit_bytes) + ". Tried to allocate " +
+                      HumanBytes(bytes) + " (the first refusal: " +
+                      HumanBytes(failure.requested_bytes) + " with " +
+                      HumanBytes(failure.live_bytes) + " live, in " +
+                      std::string(PhaseName(failure.phase)) + " of step " +
+                      std::to_string(failure.step) + ")");
 }
 
 class CpuHook final : public c10::Allocator {

@@ -132,7 +132,8 @@ std::string FitVerdictSentence(const FitAnswer& a) {
       break;
     case FitVerdict::kModelStateOverflow:
       out << "even micro-batch 1 peaks at " << HumanBytes(a.peak1_bytes)
-          << " per rank, over " << budget << ": weights + gradients + "
+          << " per rank, over " << budget
+          << ": weights + gradients + "
              "optimizer state + DDP buckets are "
           << HumanBytes(a.model_state_bytes) << " on every rank"
           << (a.model_state_bytes > a.budget_bytes
@@ -143,14 +144,13 @@ std::string FitVerdictSentence(const FitAnswer& a) {
                         ") over it")
           << ", whatever the number of data-parallel ranks; ";
       if (a.zero_stage > 0) {
-        out << "ZeRO-" << a.zero_stage << " at "
-            << Plural(a.world_size, "rank") << " would fit ("
-            << HumanBytes(a.zero_peak_bytes[a.zero_stage]) << " per rank)";
+        out << "ZeRO-" << a.zero_stage << " at " << Plural(a.world_size, "rank")
+            << " would fit (" << HumanBytes(a.zero_peak_bytes[a.zero_stage])
+            << " per rank)";
       } else if (a.zero3_ranks > 0) {
         out << "no ZeRO stage fits at " << Plural(a.world_size, "rank")
             << " (ZeRO-3: " << HumanBytes(a.zero_peak_bytes[3])
-            << " per rank); ZeRO-3 would fit at " << a.zero3_ranks
-            << " ranks";
+            << " per rank); ZeRO-3 would fit at " << a.zero3_ranks << " ranks";
       } else {
         out << "not even ZeRO-3 fits at any number of ranks: what micro-"
                "batch 1 needs beyond the model state exceeds the budget";

@@ -35,10 +35,10 @@ struct FitAnswer {
   FitVerdict verdict = FitVerdict::kFits;
   int64_t budget_bytes = 0;
   int64_t world_size = 1;
-  int64_t micro_batch = 0;        // requested, per rank
-  int64_t peak_bytes = 0;         // predicted, at the requested micro-batch
-  int64_t model_state_bytes = 0;  // weights + gradients + optimizer + buckets
-  int64_t peak1_bytes = 0;        // predicted, at micro-batch 1
+  int64_t micro_batch = 0;          // requested, per rank
+  int64_t peak_bytes = 0;           // predicted, at the requested micro-batch
+  int64_t model_state_bytes = 0;    // weights + gradients + optimizer + buckets
+  int64_t peak1_bytes = 0;          // predicted, at micro-batch 1
   int64_t largest_micro_batch = 0;  // 0: not even 1 fits
   int64_t largest_peak_bytes = 0;
   ZeroPricing zero;                 // at world_size

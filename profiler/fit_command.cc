@@ -67,13 +67,13 @@ class Measurer {
     } else {
       throw RunFailure("the measured run at micro-batch " +
                        std::to_string(micro_batch) + " failed (exit " +
-                       std::to_string(code) + "), not for memory; see " +
-                       out + ".log");
+                       std::to_string(code) + "), not for memory; see " + out +
+                       ".log");
     }
     std::cout << "  micro-batch " << micro_batch << ": "
-              << (run.completed ? "ran to completion, peak " +
-                                      HumanBytes(run.peak_bytes)
-                                : run.out_of_memory)
+              << (run.completed
+                      ? "ran to completion, peak " + HumanBytes(run.peak_bytes)
+                      : run.out_of_memory)
               << "\n"
               << std::flush;
     runs_.push_back(run);
@@ -91,12 +91,14 @@ std::string MeasureDir(const FitArgs& args) {
     std::error_code error;
     fs::create_directories(args.out_dir, error);
     if (error || !fs::is_directory(args.out_dir)) {
-      throw InputError("--out: cannot create '" + args.out_dir + "'; choose a "
+      throw InputError("--out: cannot create '" + args.out_dir +
+                       "'; choose a "
                        "writable path");
     }
     return args.out_dir;
   }
-  std::string pattern = (fs::temp_directory_path() / "memprof-fit-XXXXXX").string();
+  std::string pattern =
+      (fs::temp_directory_path() / "memprof-fit-XXXXXX").string();
   if (::mkdtemp(pattern.data()) == nullptr) {
     throw RunFailure("cannot create a temporary directory for --measure");
   }
@@ -141,11 +143,10 @@ int RunFitCommand(const FitArgs& args) {
   }
 
   const std::string dir = MeasureDir(args);
-  std::cout << "\nmeasured (one rank under --memory-limit "
-            << args.budget_bytes << ", runs in " << dir << "):\n";
+  std::cout << "\nmeasured (one rank under --memory-limit " << args.budget_bytes
+            << ", runs in " << dir << "):\n";
   Measurer measure(args, dir);
-  const int64_t largest =
-      LargestMeasured(measure, answer.largest_micro_batch);
+  const int64_t largest = LargestMeasured(measure, answer.largest_micro_batch);
   FitVerdict verdict;
   std::ostringstream why;
   if (largest == 0) {

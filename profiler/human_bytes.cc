@@ -1,8 +1,8 @@
 #include "profiler/human_bytes.h"
 
-#include <cstdio>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -39,8 +39,9 @@ std::string SignedBytes(int64_t bytes) {
 
 int64_t ParseByteSize(const std::string& text) {
   size_t i = 0;
-  while (i < text.size() &&
-         (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+  while (
+      i < text.size() &&
+      (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
     ++i;
   }
   const std::string number = text.substr(0, i);
@@ -51,17 +52,24 @@ int64_t ParseByteSize(const std::string& text) {
   while (i < text.size() && text[i] == ' ') ++i;
   std::string unit;
   for (; i < text.size(); ++i) {
-    unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
+    unit +=
+        static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
   }
   static const std::pair<const char*, double> kUnits[] = {
-      {"", 1},           {"b", 1},
-      {"kib", 1024.0},   {"mib", 1048576.0},
-      {"gib", 1073741824.0}, {"tib", 1099511627776.0},
-      {"kb", 1e3},       {"mb", 1e6},
-      {"gb", 1e9},       {"tb", 1e12}};
+      {"", 1},
+      {"b", 1},
+      {"kib", 1024.0},
+      {"mib", 1048576.0},
+      {"gib", 1073741824.0},
+      {"tib", 1099511627776.0},
+      {"kb", 1e3},
+      {"mb", 1e6},
+      {"gb", 1e9},
+      {"tb", 1e12}};
   for (const auto& [name, factor] : kUnits) {
     if (unit != name) continue;
-    const double bytes = std::floor(std::strtod(number.c_str(), nullptr) * factor);
+    const double bytes =
+        std::floor(std::strtod(number.c_str(), nullptr) * factor);
     if (!(bytes >= 1) || bytes > 9.0e18) return -1;
     return static_cast<int64_t>(bytes);
   }

@@ -59,8 +59,8 @@ pid_t SpawnRank(int rank, int world_size, int port,
 
 // "ran out of memory: ..." when rank-<rank>.json in `out_dir`, written by
 // process `pid`, says so.
-std::optional<std::string> OutOfMemoryOf(const std::string& out_dir,
-                                         int rank, pid_t pid) {
+std::optional<std::string> OutOfMemoryOf(const std::string& out_dir, int rank,
+                                         pid_t pid) {
   std::ifstream in(out_dir + "/rank-" + std::to_string(rank) + ".json");
   if (!in) return std::nullopt;
   try {

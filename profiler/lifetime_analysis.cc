@@ -158,8 +158,7 @@ Analysis Analyze(const Capture& capture, int32_t steady_from) {
     }
     Breakdown live = first->begin_bytes;
     // Right after the event before the step opened: the opening value.
-    std::vector<SeriesPoint> points = {
-        SeriesPoint{first->begin_seq - 1, live}};
+    std::vector<SeriesPoint> points = {SeriesPoint{first->begin_seq - 1, live}};
     for (int64_t seq = first->begin_seq; seq < end_seq; ++seq) {
       const Event& event = events[seq - begin];
       if (event.delta == 0) continue;

@@ -62,15 +62,17 @@ int Main(const std::vector<std::string>& words) {
   if (command == "baseline") {
     return Dispatch(rest, &ParseBaselineArgs, &RunBaselineCommand);
   }
-  if (command == "check") return Dispatch(rest, &ParseCheckArgs, &RunCheckCommand);
+  if (command == "check")
+    return Dispatch(rest, &ParseCheckArgs, &RunCheckCommand);
   if (command == "report") {
     return Dispatch(rest, &ParseReportArgs, &RunReportCommand);
   }
   if (command == "fit") return Dispatch(rest, &ParseFitArgs, &RunFitCommand);
-  if (command == "sweep") return Dispatch(rest, &ParseSweepArgs, &RunSweepCommand);
-  throw memprof::InputError(
-      "unknown command '" + words[0] +
-      "'; known commands: profile, predict, baseline, check, report, fit, sweep");
+  if (command == "sweep")
+    return Dispatch(rest, &ParseSweepArgs, &RunSweepCommand);
+  throw memprof::InputError("unknown command '" + words[0] +
+                            "'; known commands: profile, predict, baseline, "
+                            "check, report, fit, sweep");
 }
 
 // `profile` runs in memprof-profile, next to this executable, with the

@@ -68,21 +68,21 @@ Json MemorySnapshotJson(const Capture& capture, int rank) {
   Json segments = Json::array();
   for (const Lifetime* life : by_alloc) {
     if (life->free_seq != kLive) continue;
-    segments.push_back(
-        Json{{"device", 0},
-             {"address", life->address},
-             {"total_size", life->bytes},
-             {"allocated_size", life->bytes},
-             {"active_size", life->bytes},
-             {"requested_size", life->bytes},
-             {"stream", 0},
-             {"segment_type", "large"},
-             {"blocks", Json::array({Json{
-                            {"size", life->bytes},
-                            {"requested_size", life->bytes},
-                            {"state", "active_allocated"},
-                            {"seq", life->alloc_seq},
-                            {"category", CategoryName(life->category)}}})}});
+    segments.push_back(Json{
+        {"device", 0},
+        {"address", life->address},
+        {"total_size", life->bytes},
+        {"allocated_size", life->bytes},
+        {"active_size", life->bytes},
+        {"requested_size", life->bytes},
+        {"stream", 0},
+        {"segment_type", "large"},
+        {"blocks",
+         Json::array({Json{{"size", life->bytes},
+                           {"requested_size", life->bytes},
+                           {"state", "active_allocated"},
+                           {"seq", life->alloc_seq},
+                           {"category", CategoryName(life->category)}}})}});
   }
   return Json{{"segments", segments},
               {"device_traces", Json::array({trace})},

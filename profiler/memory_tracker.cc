@@ -176,8 +176,8 @@ void MemoryTracker::RefuseLocked(int64_t bytes) {
   const int64_t seq = seq_++;
   if (out_of_memory_.seq >= 0) return;  // the first refusal is the failure
   const PhaseMark& now = marks_.back();
-  out_of_memory_ = OutOfMemory{seq, bytes, session_current_, limit_bytes_,
-                               now.phase, now.step};
+  out_of_memory_ = OutOfMemory{seq,          bytes,     session_current_,
+                               limit_bytes_, now.phase, now.step};
   if (now.phase == Phase::kForward) {
     ResolvePendingSinceLocked(now.seq, Category::kActivations);
   }

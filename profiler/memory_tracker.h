@@ -206,7 +206,7 @@ class MemoryTracker {
   int64_t ResolvePendingSinceLocked(int64_t seq, Category category);
   void RefuseLocked(int64_t bytes);
 
-  std::vector<PhaseMark> marks_;  // loop thread only
+  std::vector<PhaseMark> marks_;                      // loop thread only
   std::chrono::steady_clock::time_point begin_time_;  // loop thread only
 
   // The fields the hot path touches share two cache lines.

@@ -14,7 +14,8 @@ namespace memprof {
 std::string ProfileExecutable() {
   char self[4096];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  const std::string path = n > 0 ? std::string(self, static_cast<size_t>(n)) : "";
+  const std::string path =
+      n > 0 ? std::string(self, static_cast<size_t>(n)) : "";
   return path.substr(0, path.rfind('/') + 1) + "memprof-profile";
 }
 

@@ -122,24 +122,24 @@ nlohmann::ordered_json ToJson(const RankReport& r) {
   if (r.RanOutOfMemory()) {
     const OutOfMemory& oom = r.capture.out_of_memory;
     const FitAnswer fit = Fit(r.config, oom.limit_bytes);
-    out_of_memory = Json{
-        {"limit_bytes", oom.limit_bytes},
-        {"requested_bytes", oom.requested_bytes},
-        {"live_bytes", oom.live_bytes},
-        {"seq", oom.seq},
-        {"phase", PhaseName(oom.phase)},
-        {"step", oom.step},
-        {"breakdown", BreakdownJson(r.out_of_memory_bytes)},
-        {"verdict", FitVerdictName(fit.verdict)},
-        {"explanation", FitVerdictSentence(fit)},
-        {"message",
-         "out of memory in " + std::string(PhaseName(oom.phase)) +
-             (oom.step > 0 ? " of step " + std::to_string(oom.step) : "") +
-             ": tried to allocate " + HumanBytes(oom.requested_bytes) +
-             " with " + HumanBytes(oom.live_bytes) + " (" +
-             std::to_string(oom.live_bytes) + " B) live of the " +
-             HumanBytes(oom.limit_bytes) + " (" +
-             std::to_string(oom.limit_bytes) + " B) --memory-limit"}};
+    out_of_memory =
+        Json{{"limit_bytes", oom.limit_bytes},
+             {"requested_bytes", oom.requested_bytes},
+             {"live_bytes", oom.live_bytes},
+             {"seq", oom.seq},
+             {"phase", PhaseName(oom.phase)},
+             {"step", oom.step},
+             {"breakdown", BreakdownJson(r.out_of_memory_bytes)},
+             {"verdict", FitVerdictName(fit.verdict)},
+             {"explanation", FitVerdictSentence(fit)},
+             {"message",
+              "out of memory in " + std::string(PhaseName(oom.phase)) +
+                  (oom.step > 0 ? " of step " + std::to_string(oom.step) : "") +
+                  ": tried to allocate " + HumanBytes(oom.requested_bytes) +
+                  " with " + HumanBytes(oom.live_bytes) + " (" +
+                  std::to_string(oom.live_bytes) + " B) live of the " +
+                  HumanBytes(oom.limit_bytes) + " (" +
+                  std::to_string(oom.limit_bytes) + " B) --memory-limit"}};
   }
   return Json{
       {"schema", kRankSchema},

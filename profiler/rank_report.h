@@ -25,7 +25,8 @@ struct RankContext {
 
 struct StepRecord {
   double seconds = 0;
-  double comm_seconds = 0;  // in the Reducer's all-reduces (Note [Communication time])
+  double comm_seconds =
+      0;  // in the Reducer's all-reduces (Note [Communication time])
   double loss = 0;
   bool completed = true;  // false: cut short by out-of-memory
 };

@@ -314,8 +314,8 @@ std::string FormatReportHtml(const RunView& view, const ReportText& text) {
 }
 
 std::string HtmlPage(const std::string& title, const std::string& body) {
-  return Head(title) + "<body>\n<main>\n<h1>" + Esc(title) + "</h1>\n" +
-         body + "</main>\n<script>" + kScript + "</script>\n</body>\n</html>\n";
+  return Head(title) + "<body>\n<main>\n<h1>" + Esc(title) + "</h1>\n" + body +
+         "</main>\n<script>" + kScript + "</script>\n</body>\n</html>\n";
 }
 
 }  // namespace memprof

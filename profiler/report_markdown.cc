@@ -48,7 +48,8 @@ std::string FormatReportMarkdown(const ReportText& text) {
   if (!text.incomplete.empty()) {
     out << "> **Incomplete:** some rank reports could not be read; every "
            "figure below covers the other ranks only.\n";
-    for (const std::string& line : text.incomplete) out << "> - " << line << "\n";
+    for (const std::string& line : text.incomplete)
+      out << "> - " << line << "\n";
     out << "\n";
   }
   for (const auto& [name, value] : text.context) {
@@ -58,7 +59,8 @@ std::string FormatReportMarkdown(const ReportText& text) {
   for (const ReportTable& table : text.tables) Table(out, table);
   if (!text.redundancy.empty()) {
     out << "## Redundancy\n\n"
-           "Model state every rank holds, hashed on each rank and compared:\n\n";
+           "Model state every rank holds, hashed on each rank and "
+           "compared:\n\n";
     for (const std::string& line : text.redundancy) out << "- " << line << "\n";
     out << "\n";
   }

@@ -32,7 +32,9 @@ std::string Plural(int64_t n, const std::string& word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
-std::string Bytes(const Json& value) { return HumanBytes(value.get<int64_t>()); }
+std::string Bytes(const Json& value) {
+  return HumanBytes(value.get<int64_t>());
+}
 
 std::string Scalar(const Json& value) {
   if (value.is_string()) return value.get<std::string>();
@@ -74,10 +76,9 @@ std::vector<std::pair<std::string, std::string>> Context(const RunView& view) {
   std::vector<std::pair<std::string, std::string>> out = {
       {"config", config.value("source", std::string("(flags)"))},
       {"model", model + (shape.empty() ? "" : ": " + shape)},
-      {"parameters", WithCommas(first["parameters"].get<int64_t>()) +
-                         " (predicted " +
-                         WithCommas(first["predicted_parameters"].get<int64_t>()) +
-                         ")"},
+      {"parameters",
+       WithCommas(first["parameters"].get<int64_t>()) + " (predicted " +
+           WithCommas(first["predicted_parameters"].get<int64_t>()) + ")"},
       {"ranks", std::to_string(view.world_size) + " (" +
                     context["backend"].get<std::string>() + ", " +
                     context["device"].get<std::string>() + ") on " +
@@ -87,16 +88,16 @@ std::vector<std::pair<std::string, std::string>> Context(const RunView& view) {
        std::to_string(first["micro_batch"].get<int64_t>()) + " per rank"},
       {"steps", std::to_string(train["steps"].get<int64_t>()) +
                     "; steady state from step " + std::to_string(steady_from)},
-      {"optimizer", train["optimizer"].get<std::string>() +
-                        (train.contains("dtype") ? ", " + Scalar(train["dtype"])
-                                                 : "")},
+      {"optimizer",
+       train["optimizer"].get<std::string>() +
+           (train.contains("dtype") ? ", " + Scalar(train["dtype"]) : "")},
   };
   if (ddp.is_object() && ddp.contains("buckets")) {
-    out.emplace_back(
-        "DDP", Plural(ddp["buckets"].get<int64_t>(), "bucket") +
-                   ", bucket_cap_mb " + Scalar(ddp["bucket_cap_mb"]) +
-                   ", gradient_as_bucket_view " +
-                   Scalar(ddp["gradient_as_bucket_view"]));
+    out.emplace_back("DDP", Plural(ddp["buckets"].get<int64_t>(), "bucket") +
+                                ", bucket_cap_mb " +
+                                Scalar(ddp["bucket_cap_mb"]) +
+                                ", gradient_as_bucket_view " +
+                                Scalar(ddp["gradient_as_bucket_view"]));
   }
   out.emplace_back("libtorch", context["libtorch_version"].get<std::string>());
   out.emplace_back("git", context["git_sha"].get<std::string>());
@@ -168,10 +169,11 @@ ReportTable PeakTable(const RunView& view) {
   table.title = "Peak";
   const Json& first = view.ranks.front();
   const Json& predicted = first["peak"]["predicted"];
-  table.caption = "Live bytes by category at each rank's steady-state peak "
-                  "(steps " +
-                  std::to_string(first["peak"]["first_step"].get<int>()) +
-                  " on), next to the predicted peak.";
+  table.caption =
+      "Live bytes by category at each rank's steady-state peak "
+      "(steps " +
+      std::to_string(first["peak"]["first_step"].get<int>()) +
+      " on), next to the predicted peak.";
   table.header = {"category", "predicted"};
   for (const Json& rank : view.ranks) table.header.push_back(RankHeader(rank));
   table.numeric.assign(table.header.size(), true);
@@ -248,10 +250,10 @@ ReportTable StepsTable(const RunView& view) {
   }
   const int64_t step1 = first["steps"][0]["peak_bytes"].get<int64_t>();
   const int64_t steady = first["peak"]["total_bytes"].get<int64_t>();
-  table.notes.push_back(
-      RankHeader(first) + ": step 1 peaked at " + HumanBytes(step1) +
-      ", the steady state at " + HumanBytes(steady) + " (" +
-      SignedBytes(steady - step1) + ").");
+  table.notes.push_back(RankHeader(first) + ": step 1 peaked at " +
+                        HumanBytes(step1) + ", the steady state at " +
+                        HumanBytes(steady) + " (" +
+                        SignedBytes(steady - step1) + ").");
   return table;
 }
 
@@ -281,15 +283,15 @@ std::vector<std::string> Redundancy(const RunView& view) {
 ReportText BuildReportText(const RunView& view) {
   ReportText text;
   const Json& first = view.ranks.front();
-  text.title = "memprof: " +
-               first["context"]["config"]["model"].get<std::string>() + ", " +
-               WithCommas(first["parameters"].get<int64_t>()) +
-               " parameters, " + Plural(view.world_size, "rank");
+  text.title =
+      "memprof: " + first["context"]["config"]["model"].get<std::string>() +
+      ", " + WithCommas(first["parameters"].get<int64_t>()) + " parameters, " +
+      Plural(view.world_size, "rank");
   text.context = Context(view);
   for (const RankFileProblem& problem : view.problems) {
-    text.incomplete.push_back(
-        "rank " + std::to_string(problem.rank) + " is left out: " +
-        problem.path + ": " + problem.reason);
+    text.incomplete.push_back("rank " + std::to_string(problem.rank) +
+                              " is left out: " + problem.path + ": " +
+                              problem.reason);
   }
   text.tables = {CategoriesTable(view), PeakTable(view), StepsTable(view)};
   text.redundancy = Redundancy(view);

@@ -26,7 +26,7 @@ struct ReportText {
   std::vector<std::pair<std::string, std::string>> context;  // name, value
   // One sentence per unusable rank report; empty when the run is complete.
   std::vector<std::string> incomplete;
-  std::vector<ReportTable> tables;  // categories, peak, steps
+  std::vector<ReportTable> tables;      // categories, peak, steps
   std::vector<std::string> redundancy;  // one sentence per audited category
 };
 

@@ -96,7 +96,8 @@ void RequireBreakdown(const Json& parent, const std::string& path,
 
 std::string ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(std::string("cannot read: ") + std::strerror(errno));
+  if (!in)
+    throw InputError(std::string("cannot read: ") + std::strerror(errno));
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw InputError("read error");
@@ -120,8 +121,8 @@ void ValidateRankReport(const Json& r) {
   }
 
   const Json& context = Require(r, "", "context", Kind::kObject);
-  RequireAll(context, "context", {"rank", "world_size", "session_start_unix_us"},
-             Kind::kInteger);
+  RequireAll(context, "context",
+             {"rank", "world_size", "session_start_unix_us"}, Kind::kInteger);
   RequireAll(context, "context",
              {"hostname", "device", "backend", "libtorch_version", "git_sha"},
              Kind::kString);
@@ -206,7 +207,8 @@ void ValidateRankReport(const Json& r) {
     }
   }
   for (const Json& v : seq) {
-    if (!v.is_number_integer()) throw InputError("series.seq: expected integers");
+    if (!v.is_number_integer())
+      throw InputError("series.seq: expected integers");
   }
 
   const Json& redundancy = Require(r, "", "redundancy", Kind::kObject);
@@ -293,18 +295,17 @@ RunView LoadRunView(const std::string& dir) {
   }
   for (int rank = 0; rank < view.world_size; ++rank) {
     if (files.count(rank) == 0) {
-      problems.push_back(
-          RankFileProblem{rank, RankPath(dir, rank), "missing"});
+      problems.push_back(RankFileProblem{rank, RankPath(dir, rank), "missing"});
     }
   }
   for (auto it = good.begin(); it != good.end();) {
     const int size = it->second["context"]["world_size"].get<int>();
     if (it->first >= view.world_size || size != view.world_size) {
-      problems.push_back(RankFileProblem{
-          it->first, files[it->first],
-          "context.world_size is " + std::to_string(size) +
-              ", but the run has " + std::to_string(view.world_size) +
-              " ranks"});
+      problems.push_back(
+          RankFileProblem{it->first, files[it->first],
+                          "context.world_size is " + std::to_string(size) +
+                              ", but the run has " +
+                              std::to_string(view.world_size) + " ranks"});
       it = good.erase(it);
     } else {
       ++it;

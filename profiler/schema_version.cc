@@ -42,8 +42,7 @@ std::string SchemaMismatch(const std::string& found,
   }
   if (got.major != want.major) {
     return "is '" + shown + "', major version " + got.major + " of " +
-           want.family + "; this memprof reads version " + want.major +
-           " only";
+           want.family + "; this memprof reads version " + want.major + " only";
   }
   return "";
 }

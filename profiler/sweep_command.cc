@@ -62,8 +62,8 @@ ReportTable SweepTable(const Json& sweep) {
         std::to_string(row["world_size"].get<int64_t>()),
         std::to_string(row["micro_batch"].get<int64_t>())};
     for (Category c : kAllCategories) {
-      cells.push_back(
-          HumanBytes(row["bytes"][std::string(CategoryName(c))].get<int64_t>()));
+      cells.push_back(HumanBytes(
+          row["bytes"][std::string(CategoryName(c))].get<int64_t>()));
     }
     cells.push_back(HumanBytes(row["peak_bytes"].get<int64_t>()));
     cells.push_back(Ms(row["step_seconds"].get<double>()));
@@ -88,18 +88,26 @@ std::string SweepTimeSvg(const Json& sweep) {
   chart.y_units = Units::kCount;
   for (const Json& row : sweep["rows"]) {
     const int64_t n = row["world_size"].get<int64_t>();
-    BarGroup group{"N=" + std::to_string(n), {}, {{"data-world-size",
-                                                   std::to_string(n)}}};
+    BarGroup group{
+        "N=" + std::to_string(n), {}, {{"data-world-size", std::to_string(n)}}};
     const int64_t step_us =
         static_cast<int64_t>(1e6 * row["step_seconds"].get<double>());
     const int64_t comm_us =
         static_cast<int64_t>(1e6 * row["comm_seconds"].get<double>());
-    group.bars.push_back(Bar{step_us - comm_us, "#4e79a7", false, "compute",
-                             "computation: " + std::to_string(step_us - comm_us) + " us",
-                             {{"data-kind", "compute"},
-                              {"data-us", std::to_string(step_us - comm_us)}}});
-    group.bars.push_back(Bar{comm_us, "#e15759", false, "comm",
-                             "all-reduce: " + std::to_string(comm_us) + " us (" +
+    group.bars.push_back(
+        Bar{step_us - comm_us,
+            "#4e79a7",
+            false,
+            "compute",
+            "computation: " + std::to_string(step_us - comm_us) + " us",
+            {{"data-kind", "compute"},
+             {"data-us", std::to_string(step_us - comm_us)}}});
+    group.bars.push_back(Bar{comm_us,
+                             "#e15759",
+                             false,
+                             "comm",
+                             "all-reduce: " + std::to_string(comm_us) +
+                                 " us (" +
                                  Percent(row["comm_share"].get<double>()) + ")",
                              {{"data-kind", "communication"},
                               {"data-us", std::to_string(comm_us)}}});
@@ -107,7 +115,9 @@ std::string SweepTimeSvg(const Json& sweep) {
   }
   chart.legend = {
       LegendEntry{"computation", "#4e79a7", false, {{"data-kind", "compute"}}},
-      LegendEntry{"communication (all-reduce)", "#e15759", false,
+      LegendEntry{"communication (all-reduce)",
+                  "#e15759",
+                  false,
                   {{"data-kind", "communication"}}}};
   return RenderGroupedBars(chart);
 }
@@ -140,9 +150,8 @@ Json SweepJson(int64_t global_batch, const std::vector<RunView>& runs) {
                         {"comm_share", step_s > 0 ? comm_s / step_s : 0.0},
                         {"run", view.dir}});
   }
-  return Json{{"schema", kSweepSchema},
-              {"global_batch", global_batch},
-              {"rows", rows}};
+  return Json{
+      {"schema", kSweepSchema}, {"global_batch", global_batch}, {"rows", rows}};
 }
 
 std::string SweepBytesSvg(const Json& sweep) {
@@ -159,8 +168,11 @@ std::string SweepBytesSvg(const Json& sweep) {
     for (Category c : kAllCategories) {
       const std::string name(CategoryName(c));
       const int64_t bytes = row["bytes"][name].get<int64_t>();
-      group.bars.push_back(Bar{bytes, std::string(CategoryColor(c)), false,
-                               "", name + ": " + HumanBytes(bytes),
+      group.bars.push_back(Bar{bytes,
+                               std::string(CategoryColor(c)),
+                               false,
+                               "",
+                               name + ": " + HumanBytes(bytes),
                                {{"data-category", name},
                                 {"data-world-size", std::to_string(n)},
                                 {"data-bytes", std::to_string(bytes)}}});
@@ -168,11 +180,11 @@ std::string SweepBytesSvg(const Json& sweep) {
     chart.groups.push_back(std::move(group));
   }
   for (Category c : kAllCategories) {
-    chart.legend.push_back(LegendEntry{std::string(CategoryName(c)),
-                                       std::string(CategoryColor(c)),
-                                       false,
-                                       {{"data-category",
-                                         std::string(CategoryName(c))}}});
+    chart.legend.push_back(
+        LegendEntry{std::string(CategoryName(c)),
+                    std::string(CategoryColor(c)),
+                    false,
+                    {{"data-category", std::string(CategoryName(c))}}});
   }
   return RenderGroupedBars(chart);
 }
@@ -216,8 +228,9 @@ int RunSweepCommand(const SweepArgs& args) {
   const fs::path out(args.out_dir);
   WriteFileAtomically((out / "sweep.json").string(), sweep.dump(2) + "\n");
   WriteFileAtomically((out / "sweep.md").string(), FormatReportMarkdown(text));
-  WriteFileAtomically((out / "sweep.svg").string(),
-                      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + bytes_svg);
+  WriteFileAtomically(
+      (out / "sweep.svg").string(),
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + bytes_svg);
   WriteFileAtomically(
       (out / "sweep.html").string(),
       HtmlPage(text.title, "<section id=\"sweep-charts\">\n" + bytes_svg +

@@ -180,9 +180,8 @@ RankReport RunRank(const RunConfig& config, ProcessGroup& group,
       report.buckets = static_cast<int64_t>(ddp->bucket_count());
       report.redundancy.push_back(
           AuditAcrossRanks(group, Category::kWeights, params));
-      report.redundancy.push_back(
-          AuditAcrossRanks(group, Category::kOptimizerState,
-                           OptimizerStateTensors(*optimizer)));
+      report.redundancy.push_back(AuditAcrossRanks(
+          group, Category::kOptimizerState, OptimizerStateTensors(*optimizer)));
     }
   } catch (const std::exception&) {
     // Out of memory before the first step (model or DDP set-up) is

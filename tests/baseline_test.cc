@@ -256,12 +256,14 @@ TEST(Baseline, RankReportRanksMustLieInTheWorld) {
 TEST(Baseline, RankReportOfANoHookRunIsRefused) {
   Json doc = Json::parse(ReadText(kSeedReport));
   doc["hook"]["installed"] = false;
-  EXPECT_NE(InputErrorOf([&] { ParseRankReport(doc.dump(), "r.json"); })
-                .find("r.json: hook.installed: is false: a --no-hook run"),
+  EXPECT_NE(InputErrorOf([&] {
+              ParseRankReport(doc.dump(), "r.json");
+            }).find("r.json: hook.installed: is false: a --no-hook run"),
             std::string::npos);
   doc.erase("hook");
-  EXPECT_NE(InputErrorOf([&] { ParseRankReport(doc.dump(), "r.json"); })
-                .find("r.json: missing 'hook'"),
+  EXPECT_NE(InputErrorOf([&] {
+              ParseRankReport(doc.dump(), "r.json");
+            }).find("r.json: missing 'hook'"),
             std::string::npos);
 }
 

@@ -46,9 +46,9 @@ TEST_F(CliTest, ProfileWritesTheRankReportWholeAndPrintsTheTable) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("weights"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("steady-state peak"), std::string::npos);
-  const std::set<std::string> expected = {
-      "rank-0.json", "summary.json", "snapshot-0.json",
-      "report.md",   "report.html",  "trace.json"};
+  const std::set<std::string> expected = {"rank-0.json",     "summary.json",
+                                          "snapshot-0.json", "report.md",
+                                          "report.html",     "trace.json"};
   std::set<std::string> found;
   for (const auto& entry : fs::directory_iterator(Out())) {
     found.insert(entry.path().filename());
@@ -95,8 +95,7 @@ TEST_F(CliTest, SnapshotPerCategorySumsMatchTheRankReport) {
   for (const auto& [name, entry] : rank["categories"].items()) {
     EXPECT_EQ(in_segments[name], entry["end_bytes"].get<int64_t>()) << name;
     EXPECT_EQ(live[name], entry["end_bytes"].get<int64_t>()) << name;
-    EXPECT_EQ(allocated[name], entry["allocated_bytes"].get<int64_t>())
-        << name;
+    EXPECT_EQ(allocated[name], entry["allocated_bytes"].get<int64_t>()) << name;
     EXPECT_EQ(freed[name], entry["freed_bytes"].get<int64_t>()) << name;
     EXPECT_EQ(at_peak[name], rank["peak"]["breakdown"][name].get<int64_t>())
         << name;

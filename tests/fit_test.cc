@@ -43,7 +43,8 @@ TEST(Fit, VerdictFollowsTheBudget) {
   EXPECT_GE(tight.largest_micro_batch, 1);
   EXPECT_LT(tight.largest_micro_batch, 8);
   EXPECT_LE(tight.largest_peak_bytes, tight.budget_bytes);
-  const RunConfig tiny = ParseFitArgs({"--config", kTiny, "--budget", "1"}).config;
+  const RunConfig tiny =
+      ParseFitArgs({"--config", kTiny, "--budget", "1"}).config;
   EXPECT_GT(PredictedPeakAt(tiny, tight.largest_micro_batch + 1),
             tight.budget_bytes)
       << "the largest: one more sample does not fit";
@@ -89,8 +90,8 @@ TEST(Fit, ModelStateVerdictDoesNotDependOnTheNumberOfRanks) {
 TEST(FitCommand, ExitCodesAndBadInput) {
   EXPECT_EQ(RunMemprof("fit --config " + kTiny + " --budget 1GiB").exit_code,
             kExitOk);
-  const CommandResult over = RunMemprof("fit --config " + kTiny +
-                                        " --budget 200000");
+  const CommandResult over =
+      RunMemprof("fit --config " + kTiny + " --budget 200000");
   EXPECT_EQ(over.exit_code, kExitCheckFailed) << over.output;
   EXPECT_NE(over.output.find("verdict: model-state-overflow"),
             std::string::npos)
@@ -117,9 +118,9 @@ class FitMeasure : public ::testing::Test {
 };
 
 TEST_F(FitMeasure, BelowModelStateEvenMicroBatchOneRunsOutOfMemory) {
-  const CommandResult r = RunMemprof("fit --config " + kTiny +
-                                     " --budget 200000 --measure --out " +
-                                     dir_.string());
+  const CommandResult r =
+      RunMemprof("fit --config " + kTiny + " --budget 200000 --measure --out " +
+                 dir_.string());
   EXPECT_EQ(r.exit_code, kExitCheckFailed) << r.output;
   EXPECT_NE(r.output.find("measured verdict: model-state-overflow"),
             std::string::npos)
@@ -128,7 +129,8 @@ TEST_F(FitMeasure, BelowModelStateEvenMicroBatchOneRunsOutOfMemory) {
 }
 
 TEST_F(FitMeasure, BetweenModelStateAndPeakNamesALargestMicroBatchThatRuns) {
-  const RunConfig tiny = ParseFitArgs({"--config", kTiny, "--budget", "1"}).config;
+  const RunConfig tiny =
+      ParseFitArgs({"--config", kTiny, "--budget", "1"}).config;
   const int64_t peak8 = PredictedPeakAt(tiny, 8);
   const int64_t budget = peak8 - 600;  // a few samples' batch less
   ASSERT_GT(budget, kTinyModelState);
@@ -136,9 +138,10 @@ TEST_F(FitMeasure, BetweenModelStateAndPeakNamesALargestMicroBatchThatRuns) {
       RunMemprof("fit --config " + kTiny + " --budget " +
                  std::to_string(budget) + " --measure --out " + dir_.string());
   EXPECT_EQ(r.exit_code, kExitCheckFailed) << r.output;
-  const std::string said = "measured verdict: activation-overflow: the "
-                           "largest micro-batch per rank that ran to "
-                           "completion is ";
+  const std::string said =
+      "measured verdict: activation-overflow: the "
+      "largest micro-batch per rank that ran to "
+      "completion is ";
   const size_t at = r.output.find(said);
   ASSERT_NE(at, std::string::npos) << r.output;
   const int largest = std::stoi(r.output.substr(at + said.size()));
@@ -150,10 +153,10 @@ TEST_F(FitMeasure, BetweenModelStateAndPeakNamesALargestMicroBatchThatRuns) {
       std::to_string(largest) + " --memory-limit " + std::to_string(budget) +
       " --out " + (dir_ / "again").string());
   EXPECT_EQ(runs.exit_code, kExitOk) << runs.output;
-  const CommandResult more = RunMemprof(
-      "profile --config " + kTiny + " --micro-batch " +
-      std::to_string(largest + 1) + " --memory-limit " +
-      std::to_string(budget) + " --out " + (dir_ / "more").string());
+  const CommandResult more =
+      RunMemprof("profile --config " + kTiny + " --micro-batch " +
+                 std::to_string(largest + 1) + " --memory-limit " +
+                 std::to_string(budget) + " --out " + (dir_ / "more").string());
   EXPECT_EQ(more.exit_code, kExitRunFailed) << more.output;
   EXPECT_NE(more.output.find("out of memory"), std::string::npos);
 }

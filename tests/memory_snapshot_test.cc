@@ -31,8 +31,10 @@ Capture Session() {
   Capture capture;
   capture.begin_seq = 4;
   capture.end_seq = 10;
-  capture.marks = {{4, Phase::kModelInit, 0}, {5, Phase::kForward, 1},
-                   {8, Phase::kBackward, 1}, {10, Phase::kIdle, 0}};
+  capture.marks = {{4, Phase::kModelInit, 0},
+                   {5, Phase::kForward, 1},
+                   {8, Phase::kBackward, 1},
+                   {10, Phase::kIdle, 0}};
   // Unordered, as EndSession hands them over.
   capture.lifetimes = {
       Block(6, 7, 30, Category::kTemporaries, 0x3000),
@@ -55,8 +57,8 @@ TEST(MemorySnapshot, TraceIsInSeqOrderWithEveryFieldTheViewerReads) {
   std::vector<std::string> actions;
   int64_t last_seq = -1;
   for (const Json& e : trace) {
-    for (const char* key : {"action", "addr", "size", "stream", "frames",
-                            "seq", "category"}) {
+    for (const char* key :
+         {"action", "addr", "size", "stream", "frames", "seq", "category"}) {
       EXPECT_TRUE(e.contains(key)) << key << " in " << e.dump();
     }
     EXPECT_TRUE(e["frames"].is_array());
@@ -66,10 +68,10 @@ TEST(MemorySnapshot, TraceIsInSeqOrderWithEveryFieldTheViewerReads) {
                       std::to_string(e["seq"].get<int64_t>()));
   }
   const std::vector<std::string> expected = {
-      "snapshot@4",      "segment_alloc@4",  "alloc@4",
-      "segment_alloc@5", "alloc@5",          "segment_alloc@6",
-      "alloc@6",         "free_requested@7", "free_completed@7",
-      "segment_free@7",  "segment_alloc@8",  "alloc@8",
+      "snapshot@4",       "segment_alloc@4",  "alloc@4",
+      "segment_alloc@5",  "alloc@5",          "segment_alloc@6",
+      "alloc@6",          "free_requested@7", "free_completed@7",
+      "segment_free@7",   "segment_alloc@8",  "alloc@8",
       "free_requested@9", "free_completed@9", "segment_free@9"};
   EXPECT_EQ(actions, expected);
   EXPECT_EQ(trace[6]["addr"], 0x3000);

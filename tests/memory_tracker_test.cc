@@ -1,6 +1,6 @@
 // The tracker on fake block addresses: no allocator, no tensors.
-#include "profiler/lifetime_analysis.h"
 #include "profiler/memory_tracker.h"
+#include "profiler/lifetime_analysis.h"
 
 #include <algorithm>
 #include <thread>

@@ -197,8 +197,9 @@ TEST_F(MultiRankTest, ARankOutOfMemoryIsNamedAndTheJobExitsThree) {
       RunMemprof(std::string("profile --config ") + kTiny +
                  " --world-size 2 --memory-limit 200000 --out " + Out("oom"));
   EXPECT_EQ(r.exit_code, 3) << r.output;
-  const std::regex named("run failed: rank ([01]) \\(pid [0-9]+\\) ran out of "
-                         "memory: out of memory in [a-z_]+ of step 1");
+  const std::regex named(
+      "run failed: rank ([01]) \\(pid [0-9]+\\) ran out of "
+      "memory: out of memory in [a-z_]+ of step 1");
   std::smatch match;
   ASSERT_TRUE(std::regex_search(r.output, match, named)) << r.output;
   EXPECT_NE(r.output.find("model-state-overflow"), std::string::npos);
@@ -215,9 +216,9 @@ TEST_F(MultiRankTest, ARankOutOfMemoryIsNamedAndTheJobExitsThree) {
 // memprof sweep: model state flat in N to the byte, activations as 1/N,
 // communication measured around the real all-reduce.
 TEST_F(MultiRankTest, SweepKeepsModelStateFlatAndActivationsFollowOneOverN) {
-  const CommandResult r = RunMemprof(
-      std::string("sweep --config ") + kTiny +
-      " --world-sizes 1,2,4 --global-batch 8 --out " + Out("sweep"));
+  const CommandResult r =
+      RunMemprof(std::string("sweep --config ") + kTiny +
+                 " --world-sizes 1,2,4 --global-batch 8 --out " + Out("sweep"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const Json sweep = Read(Out("sweep") + "/sweep.json");
   EXPECT_EQ(sweep["schema"], "memprof.sweep/1");
@@ -226,8 +227,8 @@ TEST_F(MultiRankTest, SweepKeepsModelStateFlatAndActivationsFollowOneOverN) {
   for (const Json& row : rows) {
     const int64_t n = row["world_size"].get<int64_t>();
     EXPECT_EQ(row["micro_batch"].get<int64_t>(), 8 / n);
-    for (const char* c : {"weights", "gradients", "optimizer_state",
-                          "ddp_buckets"}) {
+    for (const char* c :
+         {"weights", "gradients", "optimizer_state", "ddp_buckets"}) {
       EXPECT_EQ(row["bytes"][c], rows[0]["bytes"][c]) << c << " at N=" << n;
     }
     const double ratio = rows[0]["bytes"]["activations"].get<double>() /
@@ -243,12 +244,12 @@ TEST_F(MultiRankTest, SweepKeepsModelStateFlatAndActivationsFollowOneOverN) {
   std::ifstream svg(Out("sweep") + "/sweep.svg");
   const std::string text((std::istreambuf_iterator<char>(svg)),
                          std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("data-category=\"activations\" data-world-size=\"4\" "
-                      "data-bytes=\"" +
-                      std::to_string(rows[2]["bytes"]["activations"]
-                                         .get<int64_t>()) +
-                      "\""),
-            std::string::npos);
+  EXPECT_NE(
+      text.find("data-category=\"activations\" data-world-size=\"4\" "
+                "data-bytes=\"" +
+                std::to_string(rows[2]["bytes"]["activations"].get<int64_t>()) +
+                "\""),
+      std::string::npos);
   for (const char* file : {"sweep.md", "sweep.html"}) {
     EXPECT_TRUE(fs::exists(Out("sweep") + "/" + file)) << file;
   }

@@ -129,8 +129,8 @@ TEST(Profile, ReportJsonHasTheKeysOtherToolsReadAsIntegers) {
 // 221,640 B; its steady-state peak at micro-batch 8 is 255,512 B and its
 // step-1 peak 249,800 B (measured).
 TEST(Profile, LimitBelowModelStateStopsEvenMicroBatchOne) {
-  const RankReport r =
-      RunSolo(TinyConfig({"--micro-batch", "1"}), /*memory_limit_bytes=*/200000);
+  const RankReport r = RunSolo(TinyConfig({"--micro-batch", "1"}),
+                               /*memory_limit_bytes=*/200000);
   ASSERT_TRUE(r.RanOutOfMemory());
   const OutOfMemory& oom = r.capture.out_of_memory;
   EXPECT_EQ(oom.step, 1);

@@ -90,7 +90,8 @@ TEST(ReportMarkdown, ReadsInHumanUnitsInCategoryOrder) {
   size_t at = markdown.find("## Memory by category");
   ASSERT_NE(at, std::string::npos);
   for (Category c : kAllCategories) {
-    const size_t row = markdown.find("| " + std::string(CategoryName(c)) + " |", at);
+    const size_t row =
+        markdown.find("| " + std::string(CategoryName(c)) + " |", at);
     ASSERT_NE(row, std::string::npos) << CategoryName(c);
     at = row;
   }
@@ -144,7 +145,8 @@ TEST(ChromeTrace, CounterTracksCarryTheRankReportsFiguresAtTheSamePoints) {
   std::map<std::pair<int, std::string>, std::vector<double>> times;
   for (const Json& e : trace["traceEvents"]) {
     if (e["ph"] != "C") continue;
-    const auto key = std::make_pair(e["pid"].get<int>(), e["name"].get<std::string>());
+    const auto key =
+        std::make_pair(e["pid"].get<int>(), e["name"].get<std::string>());
     tracks[key].push_back(e["args"]["bytes"].get<int64_t>());
     times[key].push_back(e["ts"].get<double>());
   }
@@ -161,12 +163,14 @@ TEST(ChromeTrace, CounterTracksCarryTheRankReportsFiguresAtTheSamePoints) {
         }
       }
       expected.push_back(timeline.back()["end_bytes"][name]);
-      EXPECT_EQ(tracks[std::make_pair(r, name)], expected) << "rank " << r << " " << name;
+      EXPECT_EQ(tracks[std::make_pair(r, name)], expected)
+          << "rank " << r << " " << name;
       const std::vector<double>& ts = times[std::make_pair(r, name)];
       for (size_t i = 1; i < ts.size(); ++i) EXPECT_LE(ts[i - 1], ts[i]);
     }
     // The steady-state peak is one of the points of the total track.
-    const std::vector<int64_t>& total = tracks[std::make_pair(r, std::string("total"))];
+    const std::vector<int64_t>& total =
+        tracks[std::make_pair(r, std::string("total"))];
     EXPECT_NE(std::find(total.begin(), total.end(),
                         rank["peak"]["total_bytes"].get<int64_t>()),
               total.end())
@@ -197,9 +201,9 @@ TEST_F(RunDir, MissingRankIsNamedExitsTwoAndTheRestIsRenderedIncomplete) {
   fs::remove(dir_ / "rank-1.json");
   const CommandResult r = Report();
   EXPECT_EQ(r.exit_code, kExitBadInput) << r.output;
-  EXPECT_NE(r.output.find("rank 1: " + (dir_ / "rank-1.json").string() +
-                          ": missing"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("rank 1: " + (dir_ / "rank-1.json").string() + ": missing"),
+      std::string::npos)
       << r.output;
   const std::string markdown = ReadFile(dir_ / "report.md");
   EXPECT_NE(markdown.find("**Incomplete:**"), std::string::npos) << markdown;

@@ -21,8 +21,9 @@ TEST(SchemaVersion, AnotherMajorIsRejectedNamingBoth) {
 }
 
 TEST(SchemaVersion, AnotherFamilyOrNonsenseIsRejected) {
-  for (const char* found : {"memprof.summary/1", "memprof.rank", "memprof.rank/",
-                            "memprof.rank/x", "memprof.rank/1.", "/1", ""}) {
+  for (const char* found :
+       {"memprof.summary/1", "memprof.rank", "memprof.rank/", "memprof.rank/x",
+        "memprof.rank/1.", "/1", ""}) {
     const std::string why = SchemaMismatch(found, "memprof.rank/1");
     EXPECT_NE(why.find("expected 'memprof.rank/1'"), std::string::npos)
         << found << ": " << why;
