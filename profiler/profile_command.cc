@@ -74,11 +74,20 @@ std::vector<std::string> RunThisRank(const RunConfig& config,
           MemorySnapshotJson(report.capture, group.rank()).dump() + "\n");
   }
   if (report.RanOutOfMemory()) {
-    // The peers are mid-step: nothing more is exchanged (the launcher, or
-    // the external one, stops them).
-    const nlohmann::ordered_json oom =
-        nlohmann::ordered_json::parse(rank_json)["out_of_memory"];
-    throw RunFailure(OutOfMemoryLine(oom) + "; see " + out_dir + "/rank-" +
+    nlohmann::ordered_json rank = nlohmann::ordered_json::parse(rank_json);
+    const std::string line = OutOfMemoryLine(rank["out_of_memory"]);
+    // A job of one renders its reports, the out-of-memory first (unless it
+    // ran out before the first step: then its report is all); in a larger
+    // job the peers are mid-step: nothing more is exchanged (the launcher,
+    // or the external one, stops them; `memprof report` renders what was
+    // written).
+    if (group.size() == 1 && !rank["steps"].empty()) {
+      std::vector<nlohmann::ordered_json> ranks;
+      ranks.push_back(std::move(rank));
+      RenderRunReports(RunViewOf(out_dir, std::move(ranks)), std::cout,
+                       std::cerr);
+    }
+    throw RunFailure(line + "; see " + out_dir + "/rank-" +
                      std::to_string(group.rank()) + ".json");
   }
   // Rank 0 gets every report through the group, so the summary needs no

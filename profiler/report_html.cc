@@ -107,13 +107,16 @@ std::string Context(const ReportText& text) {
     }
     out += "</dl>\n";
   }
-  if (!text.incomplete.empty()) {
-    out += "<div class=\"warning\" id=\"incomplete\" role=\"alert\">\n";
-    for (const std::string& line : text.incomplete) {
-      out += "<p>" + Esc(line) + "</p>\n";
-    }
+  const auto warning = [&](const char* id,
+                           const std::vector<std::string>& lines) {
+    if (lines.empty()) return;
+    out += "<div class=\"warning\" id=\"" + std::string(id) +
+           "\" role=\"alert\">\n";
+    for (const std::string& line : lines) out += "<p>" + Esc(line) + "</p>\n";
     out += "</div>\n";
-  }
+  };
+  warning("incomplete", text.incomplete);
+  warning("out-of-memory", text.out_of_memory);
   return out;
 }
 

@@ -52,6 +52,12 @@ std::string FormatReportMarkdown(const ReportText& text) {
       out << "> - " << line << "\n";
     out << "\n";
   }
+  if (!text.out_of_memory.empty()) {
+    out << "> **Out of memory:**\n";
+    for (const std::string& line : text.out_of_memory)
+      out << "> - " << line << "\n";
+    out << "\n";
+  }
   for (const auto& [name, value] : text.context) {
     out << "- **" << name << "**: " << value << "\n";
   }

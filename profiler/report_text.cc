@@ -51,6 +51,15 @@ std::string RankHeader(const Json& rank) {
   return "rank " + std::to_string(rank["context"]["rank"].get<int>());
 }
 
+// "4", or "4 configured, stopped in step 2 (out of memory)".
+std::string StepsRun(const Json& rank, int64_t configured) {
+  const Json& steps = rank["steps"];
+  const Json& last = steps.back();
+  if (last.value("completed", true)) return std::to_string(configured);
+  return std::to_string(configured) + " configured, stopped in step " +
+         std::to_string(last["step"].get<int>()) + " (out of memory)";
+}
+
 std::vector<std::pair<std::string, std::string>> Context(const RunView& view) {
   const Json& first = view.ranks.front();
   const Json& context = first["context"];
@@ -86,7 +95,7 @@ std::vector<std::pair<std::string, std::string>> Context(const RunView& view) {
                     host_list},
       {"micro-batch",
        std::to_string(first["micro_batch"].get<int64_t>()) + " per rank"},
-      {"steps", std::to_string(train["steps"].get<int64_t>()) +
+      {"steps", StepsRun(first, train["steps"].get<int64_t>()) +
                     "; steady state from step " + std::to_string(steady_from)},
       {"optimizer",
        train["optimizer"].get<std::string>() +
@@ -278,6 +287,49 @@ std::vector<std::string> Redundancy(const RunView& view) {
   return out;
 }
 
+bool RanOutOfMemory(const Json& rank) {
+  const auto it = rank.find("out_of_memory");
+  return it != rank.end() && it->is_object();
+}
+
+// Live bytes by category where each rank ran out of memory.
+ReportTable OutOfMemoryTable(const RunView& view) {
+  ReportTable table;
+  table.id = "out-of-memory";
+  table.title = "Out of memory";
+  table.caption =
+      "Live bytes by category when --memory-limit refused an allocation; the "
+      "rank stopped there. The figures in the other tables cover the steps "
+      "up to and including the one cut short.";
+  table.header = {"category"};
+  std::vector<const Json*> failed;
+  for (const Json& rank : view.ranks) {
+    if (!RanOutOfMemory(rank)) continue;
+    failed.push_back(&rank["out_of_memory"]);
+    table.header.push_back(RankHeader(rank));
+  }
+  table.numeric.assign(table.header.size(), true);
+  table.numeric[0] = false;
+  for (Category c : kAllCategories) {
+    const std::string name(CategoryName(c));
+    std::vector<std::string> row = {name};
+    for (const Json* oom : failed)
+      row.push_back(Bytes((*oom)["breakdown"][name]));
+    table.rows.push_back(row);
+  }
+  std::vector<std::string> live = {"live"}, requested = {"refused allocation"},
+                           limit = {"limit"};
+  for (const Json* oom : failed) {
+    live.push_back(Bytes((*oom)["live_bytes"]));
+    requested.push_back(Bytes((*oom)["requested_bytes"]));
+    limit.push_back(Bytes((*oom)["limit_bytes"]));
+  }
+  table.rows.push_back(live);
+  table.rows.push_back(requested);
+  table.rows.push_back(limit);
+  return table;
+}
+
 }  // namespace
 
 ReportText BuildReportText(const RunView& view) {
@@ -293,7 +345,19 @@ ReportText BuildReportText(const RunView& view) {
                               " is left out: " + problem.path + ": " +
                               problem.reason);
   }
-  text.tables = {CategoriesTable(view), PeakTable(view), StepsTable(view)};
+  for (const Json& rank : view.ranks) {
+    if (!RanOutOfMemory(rank)) continue;
+    const Json& oom = rank["out_of_memory"];
+    text.out_of_memory.push_back(RankHeader(rank) + ": " +
+                                 oom["message"].get<std::string>() + ". " +
+                                 oom["explanation"].get<std::string>() + ".");
+  }
+  if (!text.out_of_memory.empty())
+    text.tables.push_back(OutOfMemoryTable(view));
+  for (ReportTable table :
+       {CategoriesTable(view), PeakTable(view), StepsTable(view)}) {
+    text.tables.push_back(std::move(table));
+  }
   text.redundancy = Redundancy(view);
   return text;
 }

@@ -26,6 +26,10 @@ struct ReportText {
   std::vector<std::pair<std::string, std::string>> context;  // name, value
   // One sentence per unusable rank report; empty when the run is complete.
   std::vector<std::string> incomplete;
+  // One sentence per rank that ran out of memory under --memory-limit (its
+  // report's message and verdict); the "out-of-memory" table then leads
+  // the tables, with the live bytes by category at each refusal.
+  std::vector<std::string> out_of_memory;
   std::vector<ReportTable> tables;      // categories, peak, steps
   std::vector<std::string> redundancy;  // one sentence per audited category
 };

@@ -211,6 +211,20 @@ void ValidateRankReport(const Json& r) {
       throw InputError("series.seq: expected integers");
   }
 
+  // Optional (null unless --memory-limit stopped the rank).
+  if (const auto oom = r.find("out_of_memory");
+      oom != r.end() && !oom->is_null()) {
+    if (!oom->is_object()) {
+      throw InputError("out_of_memory: expected an object or null");
+    }
+    RequireAll(*oom, "out_of_memory",
+               {"limit_bytes", "requested_bytes", "live_bytes", "seq", "step"},
+               Kind::kInteger);
+    RequireAll(*oom, "out_of_memory",
+               {"phase", "verdict", "explanation", "message"}, Kind::kString);
+    RequireBreakdown(*oom, "out_of_memory", "breakdown");
+  }
+
   const Json& redundancy = Require(r, "", "redundancy", Kind::kObject);
   for (const auto& [name, entry] : redundancy.items()) {
     const std::string path = "redundancy." + name;

@@ -110,7 +110,10 @@ RankReport RunRank(const RunConfig& config, ProcessGroup& group,
       ResolveOwnership(OptimizerStateTensors(*optimizer),
                        Category::kOptimizerState, misses);
     }
-    if (ddp != nullptr) ddp->Abandon();  // the peers are mid-step
+    if (ddp != nullptr) {
+      report.buckets = static_cast<int64_t>(ddp->bucket_count());
+      ddp->Abandon();  // the peers are mid-step
+    }
     return true;
   };
   tracker.BeginSession();

@@ -1,6 +1,7 @@
 // The memprof binary end to end: exit codes, messages, files written whole.
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -222,6 +223,39 @@ TEST_F(CliTest, UnknownCommandAndNoCommandAreBadInput) {
   EXPECT_NE(r.output.find("known commands"), std::string::npos) << r.output;
   EXPECT_EQ(RunMemprof("").exit_code, 2);
   EXPECT_EQ(RunMemprof("profile --help").exit_code, 0);
+}
+
+// A job of one that runs out of memory still renders its reports, the
+// out-of-memory breakdown first; before the first step, its JSON is all.
+TEST_F(CliTest, OutOfMemoryIsReportedFirstAndExitsThree) {
+  Result r =
+      RunMemprof(std::string("profile --config ") + kTiny +
+                 " --micro-batch 1 --memory-limit 200000 --out " + Out());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("run failed: out of memory in optimizer of step 1"),
+            std::string::npos)
+      << r.output;
+  std::ifstream in(fs::path(Out()) / "report.md");
+  const std::string markdown((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  EXPECT_NE(markdown.find("> **Out of memory:**"), std::string::npos);
+  EXPECT_LT(markdown.find("## Out of memory"),
+            markdown.find("## Memory by category"));
+  EXPECT_NE(markdown.find("stopped in step 1 (out of memory)"),
+            std::string::npos);
+  EXPECT_NE(markdown.find("| weights | 43.3 KiB |"), std::string::npos)
+      << markdown;
+
+  r = RunMemprof(std::string("profile --config ") + kTiny +
+                 " --memory-limit 10000 --out " + Out() + "-init");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("out of memory in model_init"), std::string::npos)
+      << r.output;
+  const nlohmann::json report =
+      nlohmann::json::parse(std::ifstream(Out() + "-init/rank-0.json"));
+  EXPECT_EQ(report["out_of_memory"]["phase"], "model_init");
+  EXPECT_TRUE(report["steps"].empty());
+  fs::remove_all(Out() + "-init");
 }
 
 }  // namespace
