@@ -37,6 +37,7 @@ svg.chart .axis-title { font-size: 12px; fill: #333; }
 svg.chart .tick-label, svg.chart .bar-sublabel { fill: #444; font-size: 11px; }
 svg.chart .band-label { fill: #555; font-size: 11px; }
 .explain { color: #444; font-size: 0.92em; }
+section.report-table { overflow-x: auto; }
 table { border-collapse: collapse; margin: 0.4em 0; font-size: 0.92em; }
 caption { caption-side: top; text-align: left; color: #555; padding: 2px 0 6px; }
 th, td { padding: 3px 10px; border-bottom: 1px solid #e4e4e4; text-align: left; }
