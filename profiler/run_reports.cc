@@ -79,6 +79,13 @@ const Json& Require(const Json& parent, const std::string& path,
   return *it;
 }
 
+// A member that may be absent (files of an earlier minor version), but is
+// of `kind` when present.
+void Optional(const Json& parent, const std::string& path,
+              const std::string& key, Kind kind) {
+  if (parent.contains(key)) Require(parent, path, key, kind);
+}
+
 void RequireAll(const Json& parent, const std::string& path,
                 std::initializer_list<const char*> keys, Kind kind) {
   for (const char* key : keys) Require(parent, path, key, kind);
@@ -122,16 +129,21 @@ void ValidateRankReport(const Json& r) {
 
   const Json& context = Require(r, "", "context", Kind::kObject);
   RequireAll(context, "context",
-             {"rank", "world_size", "session_start_unix_us"}, Kind::kInteger);
+             {"rank", "world_size", "pid", "session_start_unix_us"},
+             Kind::kInteger);
   RequireAll(context, "context",
              {"hostname", "device", "backend", "libtorch_version", "git_sha"},
              Kind::kString);
   const Json& config = Require(context, "context", "config", Kind::kObject);
-  Require(config, "context.config", "model", Kind::kString);
+  RequireAll(config, "context.config", {"model", "source"}, Kind::kString);
   const Json& train = Require(config, "context.config", "train", Kind::kObject);
   RequireAll(train, "context.config.train", {"steps", "micro_batch"},
              Kind::kInteger);
   Require(train, "context.config.train", "optimizer", Kind::kString);
+  const Json& ddp = Require(r, "", "ddp", Kind::kObject);
+  Require(ddp, "ddp", "buckets", Kind::kInteger);
+  Require(ddp, "ddp", "bucket_cap_mb", Kind::kNumber);
+  Require(ddp, "ddp", "gradient_as_bucket_view", Kind::kBool);
   const Json& hook = Require(r, "", "hook", Kind::kObject);
   if (!Require(hook, "hook", "installed", Kind::kBool).get<bool>()) {
     throw InputError(
@@ -169,6 +181,8 @@ void ValidateRankReport(const Json& r) {
     RequireAll(steps[i], path, {"step", "peak_bytes"}, Kind::kInteger);
     Require(steps[i], path, "steady_state", Kind::kBool);
     Require(steps[i], path, "seconds", Kind::kNumber);
+    Optional(steps[i], path, "completed", Kind::kBool);
+    Optional(steps[i], path, "comm_seconds", Kind::kNumber);
     Require(steps[i], path, "peak_phase", Kind::kString);
     RequireBreakdown(steps[i], path, "breakdown");
   }

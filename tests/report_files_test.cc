@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
@@ -21,6 +22,7 @@
 #include "profiler/category.h"
 #include "profiler/chrome_trace.h"
 #include "profiler/errors.h"
+#include "profiler/report_html.h"
 #include "profiler/report_markdown.h"
 #include "profiler/report_text.h"
 #include "profiler/run_reports.h"
@@ -268,6 +270,73 @@ TEST_F(RunDir, NoUsableRankWritesNothing) {
   EXPECT_EQ(r.exit_code, kExitBadInput);
   EXPECT_NE(r.output.find("--run DIR is required"), std::string::npos)
       << r.output;
+}
+
+// Every member of a rank report (the first element of each array), one at a
+// time, given the wrong type: the reader refuses it with InputError, or
+// every renderer copes.
+// Nothing else may escape (a renderer must not trip over what the reader
+// let through).
+void Visit(Json& node, const std::string& path,
+           const std::function<void(Json&, const std::string&)>& each) {
+  if (node.is_object()) {
+    for (auto& [key, value] : node.items()) {
+      const std::string where = path.empty() ? key : path + "." + key;
+      each(value, where);
+      Visit(value, where, each);
+    }
+  } else if (node.is_array() && !node.empty()) {
+    each(node.front(), path + "[0]");
+    Visit(node.front(), path + "[0]", each);
+  }
+}
+
+size_t CountNodes(Json doc) {
+  size_t n = 0;
+  Visit(doc, "", [&](Json&, const std::string&) { ++n; });
+  return n;
+}
+
+TEST(RankReportReader, EveryMemberMistypedIsRefusedOrRendered) {
+  const Json fixture = Json::parse(ReadFile(kFixture / "rank-0.json"));
+  const size_t nodes = CountNodes(fixture);
+  ASSERT_GT(nodes, 100u);
+  const Json replacements[] = {Json("x"),     Json(-1),       Json(nullptr),
+                               Json::array(), Json::object(), Json(1.5)};
+  size_t refused = 0, rendered = 0;
+  for (size_t target = 0; target < nodes; ++target) {
+    for (const Json& replacement : replacements) {
+      Json doc = fixture;
+      size_t i = 0;
+      std::string path;
+      Visit(doc, "", [&](Json& node, const std::string& where) {
+        if (i++ != target) return;
+        node = replacement;
+        path = where;
+      });
+      try {
+        ValidateRankReport(doc);
+      } catch (const InputError&) {
+        ++refused;
+        continue;
+      }
+      try {
+        std::vector<Json> ranks = {doc};
+        const RunView view = RunViewOf("mistyped", std::move(ranks));
+        const ReportText text = BuildReportText(view);
+        FormatReportMarkdown(text);
+        FormatReportHtml(view, text);
+        ChromeTraceJson(view).dump();
+        ++rendered;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << path << " set to " << replacement.dump()
+                      << " passed the reader but broke "
+                      << "a renderer: " << e.what();
+      }
+    }
+  }
+  EXPECT_GT(refused, 0u);
+  EXPECT_GT(rendered, 0u);
 }
 
 }  // namespace
