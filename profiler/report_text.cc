@@ -271,18 +271,7 @@ std::vector<std::string> Redundancy(const RunView& view) {
   const Json& first = view.ranks.front();
   const int world = view.world_size;
   for (const auto& [name, entry] : first["redundancy"].items()) {
-    std::string line = Words(name) + ", " + Bytes(entry["bytes"]) + " per rank";
-    if (world == 1) {
-      line += ": one rank, nothing held in duplicate";
-    } else if (entry["identical_across_ranks"].get<bool>()) {
-      line += ", bit-identical on all " + std::to_string(world) +
-              " ranks: " + Bytes(entry["redundant_bytes"]) +
-              " held in duplicate";
-    } else {
-      line += ", NOT identical across the " + std::to_string(world) +
-              " ranks (their hashes differ)";
-    }
-    out.push_back(line);
+    out.push_back(RedundancySentence(name, entry, world));
   }
   return out;
 }

@@ -67,6 +67,23 @@ std::string FormatError(const Json& error) {
   return text;
 }
 
+std::string RedundancySentence(const std::string& category, const Json& entry,
+                               int64_t world_size) {
+  std::string line = CategoryWords(category) + ", " +
+                     HumanBytes(entry["bytes"].get<int64_t>()) + " per rank";
+  if (world_size == 1) {
+    line += ": one rank, nothing held in duplicate";
+  } else if (entry["identical_across_ranks"].get<bool>()) {
+    line += ", bit-identical on all " + std::to_string(world_size) +
+            " ranks: " + HumanBytes(entry["redundant_bytes"].get<int64_t>()) +
+            " held in duplicate";
+  } else {
+    line += ", NOT identical across the " + std::to_string(world_size) +
+            " ranks (their hashes differ)";
+  }
+  return line;
+}
+
 Json BuildSummary(const std::vector<Json>& ranks) {
   Json per_rank = Json::array();
   Json categories = Json::object();
@@ -206,16 +223,7 @@ std::string FormatSummaryTable(const Json& summary) {
       << " on; step 1 creates the gradients and optimizer state, DDP "
          "rebuilds its buckets once in step 2)\n";
   for (const auto& [name, entry] : ranks[0]["redundancy"].items()) {
-    out << "redundancy: " << CategoryWords(name) << ", "
-        << HumanBytes(entry["bytes"].get<int64_t>()) << " per rank, ";
-    if (entry["identical_across_ranks"].get<bool>()) {
-      out << "bit-identical on all " << world << " rank"
-          << (world == 1 ? "" : "s") << ": "
-          << HumanBytes(entry["redundant_bytes"].get<int64_t>())
-          << " held in duplicate\n";
-    } else {
-      out << "NOT identical across ranks\n";
-    }
+    out << "redundancy: " << RedundancySentence(name, entry, world) << "\n";
   }
   return out.str();
 }

@@ -19,6 +19,12 @@ nlohmann::ordered_json BuildSummary(
 // percentage when it is null (a prediction of 0).
 std::string FormatError(const nlohmann::ordered_json& error);
 
+// "optimizer state, 86.6 KiB per rank, bit-identical on all 2 ranks:
+// 86.6 KiB held in duplicate", from a rank report's redundancy.<category>.
+std::string RedundancySentence(const std::string& category,
+                               const nlohmann::ordered_json& entry,
+                               int64_t world_size);
+
 // One line: the steady-state steps' median time of a rank report (the
 // whole output of a --no-hook run).
 std::string FormatStepTimes(const nlohmann::ordered_json& rank);

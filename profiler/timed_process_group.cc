@@ -4,15 +4,26 @@
 
 namespace memprof {
 
-void CommIntervals::Add(SteadyTime begin, SteadyTime end) {
+void CommIntervals::Issued() {
   std::lock_guard<std::mutex> guard(mutex_);
-  intervals_.emplace_back(begin, end);
+  ++issued_;
+}
+
+void CommIntervals::Add(SteadyTime begin, SteadyTime end) {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    intervals_.emplace_back(begin, end);
+  }
+  added_.notify_all();
 }
 
 double CommIntervals::SecondsBetween(SteadyTime begin, SteadyTime end) const {
   std::vector<std::pair<SteadyTime, SteadyTime>> clipped;
   {
-    std::lock_guard<std::mutex> guard(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
+    added_.wait_for(lock, std::chrono::seconds(1), [&] {
+      return static_cast<int64_t>(intervals_.size()) >= issued_;
+    });
     for (const auto& [from, to] : intervals_) {
       const SteadyTime a = std::max(from, begin);
       const SteadyTime b = std::min(to, end);
@@ -47,6 +58,7 @@ c10::intrusive_ptr<c10d::Work> TimedProcessGroup::allreduce(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) {
   const SteadyTime issued = std::chrono::steady_clock::now();
   c10::intrusive_ptr<c10d::Work> work = inner_->allreduce(tensors, opts);
+  intervals_->Issued();
   std::shared_ptr<CommIntervals> intervals = intervals_;
   work->getFuture()->addCallback([intervals, issued](c10::ivalue::Future&) {
     intervals->Add(issued, std::chrono::steady_clock::now());

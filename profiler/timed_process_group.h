@@ -10,6 +10,8 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -23,12 +25,18 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 // Issue-to-completion intervals of the all-reduces; any thread.
 class CommIntervals {
  public:
+  void Issued();  // an all-reduce whose interval Add() will bring
   void Add(SteadyTime begin, SteadyTime end);
-  // Seconds of the union of the intervals, clipped to [begin, end].
+  // Seconds of the union of the intervals, clipped to [begin, end]. A
+  // completed future may run its callbacks just after its waiter wakes, so
+  // this first waits (at most a second) until every issued all-reduce has
+  // been added: call it once the Reducer has waited for them.
   double SecondsBetween(SteadyTime begin, SteadyTime end) const;
 
  private:
   mutable std::mutex mutex_;
+  mutable std::condition_variable added_;
+  int64_t issued_ = 0;
   std::vector<std::pair<SteadyTime, SteadyTime>> intervals_;
 };
 
