@@ -33,6 +33,17 @@ std::string HumanBytes(int64_t bytes) {
   return text;
 }
 
+std::string GroupedInteger(int64_t value) {
+  const std::string digits = std::to_string(value);
+  const size_t first = value < 0 ? 1 : 0;
+  std::string out = digits.substr(0, first);
+  for (size_t i = first; i < digits.size(); ++i) {
+    if (i > first && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 std::string SignedBytes(int64_t bytes) {
   return bytes > 0 ? "+" + HumanBytes(bytes) : HumanBytes(bytes);
 }

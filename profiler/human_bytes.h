@@ -10,6 +10,9 @@ namespace memprof {
 std::string HumanBytes(int64_t bytes);   // "0 B", "512 B", "4.50 MiB"
 std::string SignedBytes(int64_t bytes);  // "+1.00 KiB", "-12 B", "0 B"
 
+// "12,345", "-1,000": an integer with thousands separators.
+std::string GroupedInteger(int64_t value);
+
 // "2GiB", "1.5 MiB", "80GB", "4096" (bytes) -> bytes, rounded down. Units:
 // B, KiB, MiB, GiB, TiB (powers of 1024), KB, MB, GB, TB (powers of 1000),
 // case-insensitive. Returns -1 for anything else or for less than 1 byte.

@@ -45,15 +45,6 @@ std::string BothUnits(int64_t bytes) {
   return text;
 }
 
-std::string Grouped(int64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
   const SizeTable& t = p.table;
   auto rows = [&](RowKind kind) {
@@ -142,7 +133,7 @@ std::string FormatPrediction(const Prediction& p, const RunConfig& config) {
   std::ostringstream out;
   out << "memprof predict: " << config.model;
   if (!config.source.empty()) out << " (" << config.source << ")";
-  out << ", P = " << Grouped(p.parameters) << " parameters, micro-batch "
+  out << ", P = " << GroupedInteger(p.parameters) << " parameters, micro-batch "
       << p.micro_batch << " per rank, " << p.world_size << " rank"
       << (p.world_size == 1 ? "" : "s") << "\n"
       << "per rank; every rank holds the same model state, only "
@@ -205,7 +196,7 @@ std::string FormatSizeTable(const SizeTable& table) {
   for (const SizeRow& row : table.rows) {
     std::snprintf(line, sizeof line, "%-44s %-9s %-16s %-7s %14s\n",
                   row.name.c_str(), KindName(row.kind), row.terms.c_str(),
-                  DtypeName(row.dtype), Grouped(row.Bytes()).c_str());
+                  DtypeName(row.dtype), GroupedInteger(row.Bytes()).c_str());
     out << line;
   }
   return out.str();

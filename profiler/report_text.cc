@@ -13,14 +13,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string WithCommas(int64_t value) {
-  std::string digits = std::to_string(value < 0 ? -value : value);
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) {
-    digits.insert(static_cast<size_t>(i), ",");
-  }
-  return (value < 0 ? "-" : "") + digits;
-}
-
 std::string Words(std::string name) {
   for (char& c : name) {
     if (c == '_') c = ' ';
@@ -86,8 +78,8 @@ std::vector<std::pair<std::string, std::string>> Context(const RunView& view) {
       {"config", config.value("source", std::string("(flags)"))},
       {"model", model + (shape.empty() ? "" : ": " + shape)},
       {"parameters",
-       WithCommas(first["parameters"].get<int64_t>()) + " (predicted " +
-           WithCommas(first["predicted_parameters"].get<int64_t>()) + ")"},
+       GroupedInteger(first["parameters"].get<int64_t>()) + " (predicted " +
+           GroupedInteger(first["predicted_parameters"].get<int64_t>()) + ")"},
       {"ranks", std::to_string(view.world_size) + " (" +
                     context["backend"].get<std::string>() + ", " +
                     context["device"].get<std::string>() + ") on " +
@@ -204,10 +196,10 @@ ReportTable PeakTable(const RunView& view) {
     const Json& peak = rank["peak"];
     table.notes.push_back(
         RankHeader(rank) + ": " + Bytes(peak["total_bytes"]) + " (" +
-        WithCommas(peak["total_bytes"].get<int64_t>()) + " B) in step " +
+        GroupedInteger(peak["total_bytes"].get<int64_t>()) + " B) in step " +
         std::to_string(peak["step"].get<int>()) + ", " +
         Words(peak["phase"].get<std::string>()) + ", at event " +
-        WithCommas(peak["seq"].get<int64_t>()) + ".");
+        GroupedInteger(peak["seq"].get<int64_t>()) + ".");
   }
   table.notes.push_back("predicted: " + Bytes(predicted["total_bytes"]) +
                         " in " + Words(predicted["phase"].get<std::string>()) +
@@ -326,8 +318,8 @@ ReportText BuildReportText(const RunView& view) {
   const Json& first = view.ranks.front();
   text.title =
       "memprof: " + first["context"]["config"]["model"].get<std::string>() +
-      ", " + WithCommas(first["parameters"].get<int64_t>()) + " parameters, " +
-      Plural(view.world_size, "rank");
+      ", " + GroupedInteger(first["parameters"].get<int64_t>()) +
+      " parameters, " + Plural(view.world_size, "rank");
   text.context = Context(view);
   for (const RankFileProblem& problem : view.problems) {
     text.incomplete.push_back("rank " + std::to_string(problem.rank) +

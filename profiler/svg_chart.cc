@@ -364,17 +364,6 @@ std::string EscapeXml(std::string_view text) {
   return out;
 }
 
-std::string GroupedInteger(int64_t value) {
-  const std::string digits = std::to_string(value);
-  const size_t first = value < 0 ? 1 : 0;
-  std::string out = digits.substr(0, first);
-  for (size_t i = first; i < digits.size(); ++i) {
-    if (i > first && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 std::string ByteTickLabel(int64_t bytes) {
   static const char* const kUnits[] = {"B",   "KiB", "MiB", "GiB",
                                        "TiB", "PiB", "EiB"};

@@ -25,9 +25,6 @@ std::string_view PhaseTint(Phase p);
 // (not allowed in XML) replaced by U+FFFD.
 std::string EscapeXml(std::string_view text);
 
-// "12,345": an integer with thousands separators.
-std::string GroupedInteger(int64_t value);
-
 struct Tick {
   double value = 0;
   std::string label;

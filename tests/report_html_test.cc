@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profiler/category.h"
+#include "profiler/human_bytes.h"
 #include "profiler/prediction.h"
 #include "profiler/report_text.h"
 #include "profiler/run_reports.h"
