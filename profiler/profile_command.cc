@@ -65,7 +65,8 @@ std::vector<std::string> RunThisRank(const RunConfig& config,
   if (!report.hooked && !no_hook) {
     throw RunFailure("the allocator hook is not installed");  // a bug
   }
-  const std::string rank_json = ToJson(report).dump(2) + "\n";
+  nlohmann::ordered_json rank = ToJson(report);
+  const std::string rank_json = rank.dump(2) + "\n";
   Write(fs::path(out_dir) / ("rank-" + std::to_string(group.rank()) + ".json"),
         rank_json);
   if (!no_hook) {
@@ -74,7 +75,6 @@ std::vector<std::string> RunThisRank(const RunConfig& config,
           MemorySnapshotJson(report.capture, group.rank()).dump() + "\n");
   }
   if (report.RanOutOfMemory()) {
-    nlohmann::ordered_json rank = nlohmann::ordered_json::parse(rank_json);
     const std::string line = OutOfMemoryLine(rank["out_of_memory"]);
     // A job of one renders its reports, the out-of-memory first (unless it
     // ran out before the first step: then its report is all); in a larger

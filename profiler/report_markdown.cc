@@ -45,19 +45,19 @@ void Table(std::ostringstream& out, const ReportTable& table) {
 std::string FormatReportMarkdown(const ReportText& text) {
   std::ostringstream out;
   out << "# " << text.title << "\n\n";
-  if (!text.incomplete.empty()) {
-    out << "> **Incomplete:** some rank reports could not be read; every "
-           "figure below covers the other ranks only.\n";
-    for (const std::string& line : text.incomplete)
-      out << "> - " << line << "\n";
+  // A quoted block: the title in bold, what it means, one item per line.
+  const auto warning = [&](const char* title, const char* meaning,
+                           const std::vector<std::string>& lines) {
+    if (lines.empty()) return;
+    out << "> **" << title << ":**" << meaning << "\n";
+    for (const std::string& line : lines) out << "> - " << line << "\n";
     out << "\n";
-  }
-  if (!text.out_of_memory.empty()) {
-    out << "> **Out of memory:**\n";
-    for (const std::string& line : text.out_of_memory)
-      out << "> - " << line << "\n";
-    out << "\n";
-  }
+  };
+  warning("Incomplete",
+          " some rank reports could not be read; every figure below covers "
+          "the other ranks only.",
+          text.incomplete);
+  warning("Out of memory", "", text.out_of_memory);
   for (const auto& [name, value] : text.context) {
     out << "- **" << name << "**: " << value << "\n";
   }
