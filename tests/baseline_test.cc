@@ -12,6 +12,7 @@
 #include "profiler/errors.h"
 #include "tests/input_error_of.h"
 #include "tests/synthetic_run.h"
+#include "tests/text_file.h"
 
 namespace memprof {
 namespace {
@@ -20,13 +21,6 @@ using Json = nlohmann::ordered_json;
 
 constexpr const char* kSeedReport =
     MEMPROF_SOURCE_DIR "/fuzz/seeds/rank-0.json";
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::string BaselineError(const Json& doc) {
   return InputErrorOf([&] { ParseBaseline(doc.dump(), "b.json"); });
@@ -58,7 +52,7 @@ TEST(Baseline, RoundTripsEveryFigureAndTolerance) {
 }
 
 TEST(Baseline, ReadsTheFiguresOfARealRankReport) {
-  const std::string text = ReadText(kSeedReport);
+  const std::string text = ReadFile(kSeedReport);
   ASSERT_FALSE(text.empty()) << kSeedReport;
   const Json raw = Json::parse(text);
   const RankReportFigures read = ParseRankReport(text, kSeedReport);
@@ -89,7 +83,7 @@ TEST(Baseline, EveryTruncationIsRefusedAsTruncated) {
 }
 
 TEST(Baseline, EveryTruncatedRankReportIsRefused) {
-  const std::string text = Json::parse(ReadText(kSeedReport)).dump();
+  const std::string text = Json::parse(ReadFile(kSeedReport)).dump();
   ASSERT_GT(text.size(), 100u);
   // Every prefix would take a while on 24 KiB; every 7th byte and the tail.
   for (size_t n = 0; n < text.size(); n += (n + 64 > text.size() ? 1 : 7)) {
@@ -239,7 +233,7 @@ TEST(Baseline, DeepNestingIsAnErrorNotAStackOverflow) {
 }
 
 TEST(Baseline, RankReportRanksMustLieInTheWorld) {
-  Json doc = Json::parse(ReadText(kSeedReport));
+  Json doc = Json::parse(ReadFile(kSeedReport));
   doc["context"]["world_size"] = 0;
   EXPECT_NE(InputErrorOf([&] {
               ParseRankReport(doc.dump(), "r.json");
@@ -254,7 +248,7 @@ TEST(Baseline, RankReportRanksMustLieInTheWorld) {
 }
 
 TEST(Baseline, RankReportOfANoHookRunIsRefused) {
-  Json doc = Json::parse(ReadText(kSeedReport));
+  Json doc = Json::parse(ReadFile(kSeedReport));
   doc["hook"]["installed"] = false;
   EXPECT_NE(InputErrorOf([&] {
               ParseRankReport(doc.dump(), "r.json");

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/run_command.h"
+#include "tests/text_file.h"
 
 namespace memprof {
 namespace {
@@ -68,14 +69,8 @@ class RegressionGateTest : public ::testing::Test {
   std::string Path(const std::string& name) const {
     return (dir_ / name).string();
   }
-  static std::string ReadText(const std::string& path) {
-    std::ifstream in(path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
   static Json Read(const std::string& path) {
-    return Json::parse(ReadText(path));
+    return Json::parse(ReadFile(path));
   }
   std::string Write(const std::string& name, const std::string& text) const {
     std::ofstream(Path(name)) << text;
@@ -149,7 +144,7 @@ TEST_F(RegressionGateTest, UnderSlurmOnlyRankZeroChecks) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("memprof check:"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("0 regressed"), std::string::npos) << r.output;
-  EXPECT_EQ(ReadText(Path("rank1.log")).find("memprof check:"),
+  EXPECT_EQ(ReadFile(Path("rank1.log")).find("memprof check:"),
             std::string::npos);
 }
 
@@ -249,11 +244,11 @@ TEST_F(RegressionGateTest, OneUnitWiderFailsOnModelStateByThePredictedBytes) {
   EXPECT_NE(r.output.find("weights          at peak     0"), std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("+" + std::to_string(4 * dp)), std::string::npos);
-  const std::string markdown = ReadText(Path("c.md"));
+  const std::string markdown = ReadFile(Path("c.md"));
   EXPECT_EQ(markdown.rfind("### memprof memory check: regressed", 0), 0u);
   EXPECT_NE(markdown.find("| optimizer_state | at peak | 1 |"),
             std::string::npos);
-  const std::string appended = ReadText(summary);
+  const std::string appended = ReadFile(summary);
   EXPECT_EQ(appended.rfind("earlier step\n### memprof memory check", 0), 0u)
       << appended;
 
@@ -292,7 +287,7 @@ TEST_F(RegressionGateTest, OneUnitWiderFailsOnModelStateByThePredictedBytes) {
 TEST_F(RegressionGateTest, MalformedBaselinesAreBadInputNamingFileAndReason) {
   const std::string run = SeedRun("run");
   const std::string good =
-      ReadText(std::string(kBaselines) + "/mlp-tiny-ws1.json");
+      ReadFile(std::string(kBaselines) + "/mlp-tiny-ws1.json");
   ASSERT_FALSE(good.empty());
   Json negative = Json::parse(good);
   negative["ranks"][0]["categories"]["weights"]["measured_bytes"] = -4;
@@ -300,7 +295,7 @@ TEST_F(RegressionGateTest, MalformedBaselinesAreBadInputNamingFileAndReason) {
       {Write("truncated.json", good.substr(0, good.size() / 2)), "truncated"},
       {Write("empty.json", ""), "truncated"},
       {Write("garbage.json", "not json at all"), "not valid JSON"},
-      {Write("rank.json", ReadText(kSeedReport)), "this is a rank report"},
+      {Write("rank.json", ReadFile(kSeedReport)), "this is a rank report"},
       {Write("v2.json", "{\"schema\": \"memprof.baseline/2\"}"),
        "major version 2 of memprof.baseline; this memprof reads version 1"},
       {Write("negative.json", negative.dump()),
@@ -319,7 +314,7 @@ TEST_F(RegressionGateTest, MalformedBaselinesAreBadInputNamingFileAndReason) {
 
 TEST_F(RegressionGateTest, MalformedRankReportsAreBadInputForCheckAndBaseline) {
   const std::string baseline = std::string(kBaselines) + "/mlp-tiny-ws1.json";
-  const std::string text = ReadText(kSeedReport);
+  const std::string text = ReadFile(kSeedReport);
   fs::create_directories(Path("cut"));
   Write("cut/rank-0.json", text.substr(0, text.size() / 3));
   fs::create_directories(Path("half"));  // says two ranks, holds one

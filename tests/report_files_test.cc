@@ -27,6 +27,7 @@
 #include "profiler/report_text.h"
 #include "profiler/run_reports.h"
 #include "tests/run_command.h"
+#include "tests/text_file.h"
 
 namespace memprof {
 namespace {
@@ -35,17 +36,6 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
 const fs::path kFixture = MEMPROF_SOURCE_DIR "/tests/data/run-mlp-tiny-ws2";
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void WriteFile(const fs::path& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
 
 // A fresh copy of the fixture's rank reports, removed at the end.
 class RunDir : public ::testing::Test {

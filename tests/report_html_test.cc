@@ -29,6 +29,7 @@
 #include "profiler/report_text.h"
 #include "profiler/run_reports.h"
 #include "profiler/svg_chart.h"
+#include "tests/text_file.h"
 
 namespace memprof {
 namespace {
@@ -170,17 +171,6 @@ int64_t ParseByteLabel(const std::string& label) {
 }
 
 // ---------------------------------------------------------------- files
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void WriteFile(const fs::path& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
 
 fs::path MakeTempDir() {
   std::string pattern =
