@@ -4,21 +4,14 @@
 
 #include <algorithm>
 
+#include "tests/lifetime_block.h"
+
 namespace memprof {
 namespace {
 
 constexpr int kW = static_cast<int>(Category::kWeights);
 constexpr int kA = static_cast<int>(Category::kActivations);
 constexpr int kT = static_cast<int>(Category::kTemporaries);
-
-Lifetime Block(int64_t alloc, int64_t free, int64_t bytes, Category c) {
-  Lifetime life;
-  life.alloc_seq = alloc;
-  life.free_seq = free;
-  life.bytes = bytes;
-  life.category = c;
-  return life;
-}
 
 // A hand-made session: weights at set-up, then two steps.
 //   seq 0      weights 100 (live)

@@ -8,22 +8,12 @@
 #include <string>
 
 #include "profiler/lifetime_analysis.h"
+#include "tests/lifetime_block.h"
 
 namespace memprof {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-Lifetime Block(int64_t alloc, int64_t free, int64_t bytes, Category c,
-               uint64_t address) {
-  Lifetime life;
-  life.alloc_seq = alloc;
-  life.free_seq = free;
-  life.bytes = bytes;
-  life.category = c;
-  life.address = address;
-  return life;
-}
 
 // Weights live throughout, an activation and a temporary freed in the step,
 // and a second temporary reusing the first one's address.
