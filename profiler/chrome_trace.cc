@@ -67,7 +67,7 @@ void RankEvents(Json& events, const Json& rank, int64_t offset_us) {
       "process_name", pid,
       {{"name", "rank " + std::to_string(pid) + " (" +
                     context["hostname"].get<std::string>() + ", pid " +
-                    std::to_string(context.value("pid", int64_t{0})) + ")"}}));
+                    std::to_string(context["pid"].get<int64_t>()) + ")"}}));
   events.push_back(Metadata("process_sort_index", pid, {{"sort_index", pid}}));
   events.push_back(
       Metadata("thread_name", pid, {{"name", "training loop"}}, kLoopThread));

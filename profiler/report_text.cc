@@ -13,13 +13,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string Words(std::string name) {
-  for (char& c : name) {
-    if (c == '_') c = ' ';
-  }
-  return name;
-}
-
 std::string Plural(int64_t n, const std::string& word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }

@@ -20,14 +20,6 @@ std::string Cell(const char* format, const std::string& text) {
   return cell;
 }
 
-std::string CategoryWords(const std::string& name) {
-  std::string words = name;
-  for (char& c : words) {
-    if (c == '_') c = ' ';
-  }
-  return words;
-}
-
 // measured - predicted, and that as a percentage of the prediction.
 Json ErrorJson(int64_t measured, int64_t predicted) {
   const int64_t error = measured - predicted;
@@ -67,9 +59,16 @@ std::string FormatError(const Json& error) {
   return text;
 }
 
+std::string Words(std::string name) {
+  for (char& c : name) {
+    if (c == '_') c = ' ';
+  }
+  return name;
+}
+
 std::string RedundancySentence(const std::string& category, const Json& entry,
                                int64_t world_size) {
-  std::string line = CategoryWords(category) + ", " +
+  std::string line = Words(category) + ", " +
                      HumanBytes(entry["bytes"].get<int64_t>()) + " per rank";
   if (world_size == 1) {
     line += ": one rank, nothing held in duplicate";

@@ -19,6 +19,10 @@ nlohmann::ordered_json BuildSummary(
 // percentage when it is null (a prediction of 0).
 std::string FormatError(const nlohmann::ordered_json& error);
 
+// A category or phase name for a sentence: "optimizer_state" ->
+// "optimizer state".
+std::string Words(std::string name);
+
 // "optimizer state, 86.6 KiB per rank, bit-identical on all 2 ranks:
 // 86.6 KiB held in duplicate", from a rank report's redundancy.<category>.
 std::string RedundancySentence(const std::string& category,
