@@ -21,8 +21,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "profiler/cpu_hook.h"
-#include "profiler/memory_tracker.h"
+#include "profiler/capture/cpu_hook.h"
+#include "profiler/capture/memory_tracker.h"
 
 namespace {
 

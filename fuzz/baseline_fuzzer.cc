@@ -1,5 +1,5 @@
 // libFuzzer target: the baseline and rank-report parsers
-// (profiler/baseline.h) and the comparison on whatever they accept. Every
+// (profiler/gate/baseline.h) and the comparison on whatever they accept. Every
 // input is either rejected with InputError or parsed into figures that
 // survive a write-and-read round trip and compare equal to themselves;
 // anything else (another exception, a crash, a sanitizer report, a trap)
@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <string>
 
-#include "profiler/baseline.h"
-#include "profiler/errors.h"
-#include "profiler/regression_check.h"
+#include "profiler/gate/baseline.h"
+#include "profiler/base/errors.h"
+#include "profiler/gate/regression_check.h"
 
 namespace memprof {
 namespace {

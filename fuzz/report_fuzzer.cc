@@ -1,5 +1,5 @@
 // libFuzzer target: the rank-report reader of `memprof report`
-// (ValidateRankReport, profiler/run_reports.h) and every renderer on
+// (ValidateRankReport, profiler/report/run_reports.h) and every renderer on
 // whatever it accepts. Every input is either rejected with InputError or
 // rendered as report.md, report.html and trace.json without any other
 // exception; a crash, a sanitizer report or another exception is a bug.
@@ -12,12 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profiler/chrome_trace.h"
-#include "profiler/errors.h"
-#include "profiler/report_html.h"
-#include "profiler/report_markdown.h"
-#include "profiler/report_text.h"
-#include "profiler/run_reports.h"
+#include "profiler/report/chrome_trace.h"
+#include "profiler/base/errors.h"
+#include "profiler/report/report_html.h"
+#include "profiler/report/report_markdown.h"
+#include "profiler/report/report_text.h"
+#include "profiler/report/run_reports.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using Json = nlohmann::ordered_json;

@@ -3,7 +3,7 @@
 #include "models/gpt.h"
 #include "models/mlp.h"
 #include "models/resnet.h"
-#include "profiler/errors.h"
+#include "profiler/base/errors.h"
 
 namespace memprof {
 

@@ -6,7 +6,7 @@
 
 #include <torch/torch.h>
 
-#include "profiler/run_config.h"
+#include "profiler/base/run_config.h"
 
 namespace memprof {
 

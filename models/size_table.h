@@ -3,7 +3,7 @@
 // tensor saved for backward and input tensor, with its shape in the
 // config's terms and its dtype, plus the transient tensors live at the
 // moment the model's backward peaks (its workspace). The prediction
-// (profiler/prediction.h) is a sum over this table; tests keep it in step with
+// (profiler/predict/prediction.h) is a sum over this table; tests keep it in step with
 // the built modules. Pure arithmetic: no tensors.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "profiler/run_config.h"
+#include "profiler/base/run_config.h"
 
 namespace memprof {
 

@@ -1,7 +1,7 @@
 // The baseline and rank-report parsers: round trips, and every malformed,
 // truncated or wrong-schema input an InputError naming the file and the
 // reason, never a crash or a pass.
-#include "profiler/baseline.h"
+#include "profiler/gate/baseline.h"
 
 #include <fstream>
 #include <functional>
@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "profiler/errors.h"
+#include "profiler/base/errors.h"
 #include "tests/input_error_of.h"
 #include "tests/synthetic_run.h"
 #include "tests/text_file.h"

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "profiler/config_cli.h"
-#include "profiler/errors.h"
+#include "profiler/cli/config_cli.h"
+#include "profiler/base/errors.h"
 #include "tests/input_error_of.h"
 
 namespace memprof {

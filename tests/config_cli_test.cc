@@ -1,4 +1,4 @@
-#include "profiler/config_cli.h"
+#include "profiler/cli/config_cli.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "profiler/errors.h"
+#include "profiler/base/errors.h"
 
 namespace memprof {
 namespace {

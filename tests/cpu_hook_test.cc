@@ -1,5 +1,5 @@
 // The CPU hook sees every storage, from any thread, byte for byte.
-#include "profiler/cpu_hook.h"
+#include "profiler/capture/cpu_hook.h"
 
 #include <thread>
 #include <vector>
@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "profiler/memory_tracker.h"
+#include "profiler/capture/memory_tracker.h"
 
 namespace memprof {
 namespace {

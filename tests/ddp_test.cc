@@ -6,9 +6,9 @@
 #include <torch/torch.h>
 
 #include "models/mlp.h"
-#include "profiler/ddp_engine.h"
-#include "profiler/launcher.h"
-#include "profiler/redundancy.h"
+#include "profiler/train/ddp_engine.h"
+#include "profiler/cli/launcher.h"
+#include "profiler/train/redundancy.h"
 
 namespace memprof {
 namespace {

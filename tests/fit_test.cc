@@ -1,14 +1,14 @@
 // memprof fit: verdicts from the prediction, ZeRO pricing, and --measure
 // against real one-rank runs under --memory-limit (the memprof binary).
-#include "profiler/fit.h"
+#include "profiler/predict/fit.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
 
-#include "profiler/config_cli.h"
-#include "profiler/errors.h"
+#include "profiler/cli/config_cli.h"
+#include "profiler/base/errors.h"
 #include "tests/run_command.h"
 
 namespace memprof {

@@ -1,7 +1,7 @@
 // Test main for tests that need the hook: installed before any tensor.
 #include <gtest/gtest.h>
 
-#include "profiler/cpu_hook.h"
+#include "profiler/capture/cpu_hook.h"
 
 int main(int argc, char** argv) {
   memprof::InstallCpuHook();

@@ -1,4 +1,4 @@
-#include "profiler/human_bytes.h"
+#include "profiler/base/human_bytes.h"
 
 #include <gtest/gtest.h>
 

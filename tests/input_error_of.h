@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "profiler/errors.h"
+#include "profiler/base/errors.h"
 
 namespace memprof {
 

@@ -1,4 +1,4 @@
-#include "profiler/lifetime_analysis.h"
+#include "profiler/capture/lifetime_analysis.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "profiler/memory_tracker.h"
+#include "profiler/capture/memory_tracker.h"
 
 namespace memprof {
 

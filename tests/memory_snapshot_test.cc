@@ -1,13 +1,13 @@
 // snapshot-<r>.json: PyTorch's memory-snapshot layout over a hand-made
 // capture, replayed the way the memory viewer replays it.
-#include "profiler/memory_snapshot.h"
+#include "profiler/capture/memory_snapshot.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
 
-#include "profiler/lifetime_analysis.h"
+#include "profiler/capture/lifetime_analysis.h"
 #include "tests/lifetime_block.h"
 
 namespace memprof {

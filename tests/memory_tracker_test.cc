@@ -1,6 +1,6 @@
 // The tracker on fake block addresses: no allocator, no tensors.
-#include "profiler/memory_tracker.h"
-#include "profiler/lifetime_analysis.h"
+#include "profiler/capture/memory_tracker.h"
+#include "profiler/capture/lifetime_analysis.h"
 
 #include <algorithm>
 #include <thread>

@@ -7,7 +7,7 @@
 
 #include "models/model.h"
 #include "models/size_table.h"
-#include "profiler/config_cli.h"
+#include "profiler/cli/config_cli.h"
 #include "tests/prediction_checks.h"
 #include "tests/solo_run.h"
 

@@ -17,7 +17,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "profiler/launcher.h"
+#include "profiler/cli/launcher.h"
 #include "tests/run_command.h"
 
 namespace memprof {

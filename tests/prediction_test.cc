@@ -1,12 +1,12 @@
 // The size tables and the prediction: pure arithmetic, no tensors. Published
 // parameter counts, the README's closed-form activation formulas, and the
 // model-state statement of `memprof predict`.
-#include "profiler/prediction.h"
+#include "profiler/predict/prediction.h"
 
 #include <gtest/gtest.h>
 
-#include "profiler/config_cli.h"
-#include "profiler/predict_command.h"
+#include "profiler/cli/config_cli.h"
+#include "profiler/cli/predict_command.h"
 
 namespace memprof {
 namespace {

@@ -1,7 +1,7 @@
 // A single-rank training run, measured to the byte.
 #include <gtest/gtest.h>
 
-#include "profiler/config_cli.h"
+#include "profiler/cli/config_cli.h"
 #include "tests/solo_run.h"
 
 namespace memprof {

@@ -1,10 +1,10 @@
-#include "profiler/rank_env.h"
+#include "profiler/base/rank_env.h"
 
 #include <cstdlib>
 
 #include <gtest/gtest.h>
 
-#include "profiler/errors.h"
+#include "profiler/base/errors.h"
 
 namespace memprof {
 namespace {

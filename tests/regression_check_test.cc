@@ -1,14 +1,14 @@
 // The check's arithmetic and policy on synthetic figures: tolerances and
 // their precedence, verdicts at the boundaries, context mismatches, and the
 // table, Markdown and JSON it writes.
-#include "profiler/regression_check.h"
+#include "profiler/gate/regression_check.h"
 
 #include <functional>
 #include <limits>
 
 #include <gtest/gtest.h>
 
-#include "profiler/errors.h"
+#include "profiler/base/errors.h"
 #include "tests/input_error_of.h"
 #include "tests/synthetic_run.h"
 

@@ -19,13 +19,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profiler/category.h"
-#include "profiler/chrome_trace.h"
-#include "profiler/errors.h"
-#include "profiler/report_html.h"
-#include "profiler/report_markdown.h"
-#include "profiler/report_text.h"
-#include "profiler/run_reports.h"
+#include "profiler/base/category.h"
+#include "profiler/report/chrome_trace.h"
+#include "profiler/base/errors.h"
+#include "profiler/report/report_html.h"
+#include "profiler/report/report_markdown.h"
+#include "profiler/report/report_text.h"
+#include "profiler/report/run_reports.h"
 #include "tests/run_command.h"
 #include "tests/text_file.h"
 

@@ -2,7 +2,7 @@
 // page's text, and the page in a real headless Chromium: its layout (the
 // page's script measures every chart), a screenshot, the DOM with the
 // fixture's figures, and a network log showing it requested nothing.
-#include "profiler/report_html.h"
+#include "profiler/report/report_html.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -23,12 +23,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profiler/category.h"
-#include "profiler/human_bytes.h"
-#include "profiler/prediction.h"
-#include "profiler/report_text.h"
-#include "profiler/run_reports.h"
-#include "profiler/svg_chart.h"
+#include "profiler/base/category.h"
+#include "profiler/base/human_bytes.h"
+#include "profiler/predict/prediction.h"
+#include "profiler/report/report_text.h"
+#include "profiler/report/run_reports.h"
+#include "profiler/report/svg_chart.h"
 #include "tests/text_file.h"
 
 namespace memprof {

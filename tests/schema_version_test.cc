@@ -1,6 +1,6 @@
 // Schema strings: a reader takes its own major version, any minor, and
 // rejects the rest with a reason that names both versions.
-#include "profiler/schema_version.h"
+#include "profiler/base/schema_version.h"
 
 #include <gtest/gtest.h>
 

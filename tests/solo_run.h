@@ -2,8 +2,8 @@
 // `memprof profile` runs (the test binary installs the hook first).
 #pragma once
 
-#include "profiler/launcher.h"
-#include "profiler/trainer.h"
+#include "profiler/cli/launcher.h"
+#include "profiler/train/trainer.h"
 
 namespace memprof {
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "profiler/baseline.h"
+#include "profiler/gate/baseline.h"
 
 namespace memprof {
 

@@ -1,5 +1,5 @@
 // Note [Communication time]: the union of all-reduce intervals in a window.
-#include "profiler/timed_process_group.h"
+#include "profiler/train/timed_process_group.h"
 
 #include <gtest/gtest.h>
 

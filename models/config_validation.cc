@@ -1,0 +1,106 @@
+#include "models/config_validation.h"
+
+#include <nlohmann/json.hpp>
+
+#include "models/resnet_table.h"
+#include "profiler/base/errors.h"
+
+namespace memprof {
+namespace {
+
+void RequirePositive(const std::string& key, double value) {
+  if (!(value > 0)) {
+    throw ConfigError(
+        key, key + " must be positive, got " + nlohmann::json(value).dump());
+  }
+}
+
+void ValidateGpt(const GptConfig& g) {
+  RequirePositive("gpt.layers", g.layers);
+  RequirePositive("gpt.d_model", g.d_model);
+  RequirePositive("gpt.heads", g.heads);
+  RequirePositive("gpt.seq_len", g.seq_len);
+  RequirePositive("gpt.vocab", g.vocab);
+  if (g.d_model % g.heads != 0) {
+    throw ConfigError("gpt.heads", "gpt.heads " + std::to_string(g.heads) +
+                                       " does not divide gpt.d_model " +
+                                       std::to_string(g.d_model) +
+                                       "; choose heads that divide the width");
+  }
+  if (!(g.dropout >= 0 && g.dropout < 1)) {
+    throw ConfigError("gpt.dropout", "gpt.dropout must be in [0, 1), got " +
+                                         nlohmann::json(g.dropout).dump());
+  }
+}
+
+void ValidateResnet(const ResnetConfig& r, int64_t micro_batch) {
+  RequirePositive("resnet.depth", r.depth);
+  if (!ResnetStagesOf(r.depth)) {
+    throw ConfigError("resnet.depth", "unsupported resnet.depth " +
+                                          std::to_string(r.depth) +
+                                          "; supported: 18, 34, 50, 101, 152");
+  }
+  RequirePositive("resnet.width", r.width);
+  RequirePositive("resnet.resolution", r.resolution);
+  RequirePositive("resnet.classes", r.classes);
+  // BatchNorm in training needs more than one value per channel.
+  const int64_t last = ResnetResolutionsOf(r.resolution).stage[3];
+  if (micro_batch * last * last < 2) {
+    throw ConfigError(
+        "resnet.resolution",
+        "resnet.resolution " + std::to_string(r.resolution) +
+            " leaves the last stage at 1x1, and with micro-batch 1 its "
+            "BatchNorm sees one value per channel; use a resolution of 33 "
+            "or more, or a micro-batch of 2 or more");
+  }
+}
+
+}  // namespace
+
+void ValidateRunConfig(const RunConfig& c) {
+  if (c.model == "mlp") {
+    RequirePositive("mlp.input", c.mlp.input);
+    RequirePositive("mlp.hidden", c.mlp.hidden);
+    RequirePositive("mlp.depth", c.mlp.depth);
+    RequirePositive("mlp.output", c.mlp.output);
+  } else if (c.model == "gpt") {
+    ValidateGpt(c.gpt);
+  } else if (c.model != "resnet") {
+    throw ConfigError("model", "unknown model '" + c.model +
+                                   "'; known models: " + kKnownModels);
+  }
+  RequirePositive("train.micro_batch", c.train.micro_batch);
+  RequirePositive("train.steps", c.train.steps);
+  RequirePositive("train.lr", c.train.lr);
+  RequirePositive("ddp.world_size", c.ddp.world_size);
+  RequirePositive("ddp.bucket_cap_mb", c.ddp.bucket_cap_mb);
+  RequirePositive("ddp.timeout_s", static_cast<double>(c.ddp.timeout_s));
+  if (c.train.global_batch < 0) {
+    throw ConfigError("train.global_batch",
+                      "train.global_batch must be positive (or 0 for unset), "
+                      "got " +
+                          std::to_string(c.train.global_batch));
+  }
+  if (c.train.global_batch > 0 &&
+      c.train.global_batch % c.ddp.world_size != 0) {
+    throw ConfigError("train.global_batch",
+                      "train.global_batch " +
+                          std::to_string(c.train.global_batch) +
+                          " does not divide over ddp.world_size " +
+                          std::to_string(c.ddp.world_size) +
+                          "; choose a multiple of the world size");
+  }
+  if (c.train.optimizer != "adam" && c.train.optimizer != "adamw" &&
+      c.train.optimizer != "sgd") {
+    throw ConfigError("train.optimizer", "unknown optimizer '" +
+                                             c.train.optimizer +
+                                             "'; known: adam, adamw, sgd");
+  }
+  if (c.train.dtype != "float32") {
+    throw ConfigError("train.dtype", "unsupported dtype '" + c.train.dtype +
+                                         "'; supported: float32");
+  }
+  if (c.model == "resnet") ValidateResnet(c.resnet, MicroBatch(c));
+}
+
+}  // namespace memprof

@@ -1,0 +1,81 @@
+// Categories and phases: the vocabulary every memprof figure is written in.
+// See DESIGN.md "Categories" and README "What each category means".
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace memprof {
+
+// Where a byte goes. Every recorded block ends in exactly one of these.
+enum class Category : uint8_t {
+  kWeights = 0,
+  kGradients,
+  kOptimizerState,
+  kActivations,
+  kDdpBuckets,
+  kInputs,
+  kTemporaries,
+  kUnattributed,
+  // Internal: a block whose category is not known yet. Resolved by ownership
+  // (see MemoryTracker::Resolve), by MarkLiveAsActivations, at its free
+  // (temporaries) or at the end of the session (unattributed). Never reported.
+  kPending,
+};
+
+inline constexpr int kNumCategories = 8;  // reported categories
+inline constexpr int kNumCategorySlots = kNumCategories + 1;  // + kPending
+
+inline constexpr std::array<Category, kNumCategories> kAllCategories = {
+    Category::kWeights,     Category::kGradients,   Category::kOptimizerState,
+    Category::kActivations, Category::kDdpBuckets,  Category::kInputs,
+    Category::kTemporaries, Category::kUnattributed};
+
+// What the training loop is doing. Global (not per thread): allocations made
+// on autograd, intra-op or communication threads belong to the phase the
+// loop is in.
+enum class Phase : uint8_t {
+  kIdle = 0,
+  kModelInit,
+  kDdpInit,
+  kInputs,
+  kForward,
+  kBackward,
+  kOptimizer,
+  kZeroGrad,
+  kAudit,
+};
+inline constexpr int kNumPhases = 9;
+
+// Block flags: sub-figures inside a category.
+inline constexpr uint8_t kFlagBuffer = 1;  // a module buffer (inside weights)
+inline constexpr uint8_t kFlagBucket = 2;  // a DDP Reducer bucket buffer
+
+std::string_view CategoryName(Category c);  // "weights", "optimizer_state"...
+std::string_view PhaseName(Phase p);        // "forward", "model_init"...
+std::optional<Category> CategoryFromName(std::string_view name);
+std::optional<Phase> PhaseFromName(std::string_view name);
+
+inline int Index(Category c) { return static_cast<int>(c); }
+
+using Breakdown = std::array<int64_t, kNumCategories>;  // bytes by category
+
+inline int64_t Sum(const Breakdown& b) {
+  int64_t total = 0;
+  for (int64_t v : b) total += v;
+  return total;
+}
+
+// Model state: what every data-parallel replica holds in full whatever its
+// micro-batch (weights, gradients, optimizer state, DDP buckets).
+inline bool IsModelState(Category c) {
+  return c == Category::kWeights || c == Category::kGradients ||
+         c == Category::kOptimizerState || c == Category::kDdpBuckets;
+}
+
+// The model-state categories of `bytes`, summed.
+int64_t ModelStateBytes(const Breakdown& bytes);
+
+}  // namespace memprof

@@ -1,0 +1,69 @@
+#include "profiler/base/rank_env.h"
+
+#include <cstdlib>
+
+#include "profiler/base/errors.h"
+
+namespace memprof {
+namespace {
+
+std::optional<std::string> Env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+int IntEnv(const char* name, const std::string& text, int min) {
+  char* end = nullptr;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || value < min || value > 1 << 24) {
+    throw InputError(std::string("environment variable ") + name + "='" + text +
+                     "' is not an integer >= " + std::to_string(min));
+  }
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+std::optional<RankTopology> TopologyFromEnvironment() {
+  // The first family present wins: torchrun, then Slurm, then Open MPI.
+  const char* families[][3] = {
+      {"RANK", "WORLD_SIZE", "LOCAL_RANK"},
+      {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+       "OMPI_COMM_WORLD_LOCAL_RANK"}};
+  for (const auto& family : families) {
+    const auto rank = Env(family[0]);
+    const auto size = Env(family[1]);
+    if (!rank && !size) continue;
+    if (!rank || !size) {
+      throw InputError(std::string(rank ? family[1] : family[0]) +
+                       " is not set but " + (rank ? family[0] : family[1]) +
+                       " is; set both or neither");
+    }
+    RankTopology topology;
+    topology.world_size = IntEnv(family[1], *size, 1);
+    topology.rank = IntEnv(family[0], *rank, 0);
+    if (topology.rank >= topology.world_size) {
+      throw InputError(std::string(family[0]) + "=" + *rank + " is not below " +
+                       family[1] + "=" + *size);
+    }
+    if (const auto local = Env(family[2])) {
+      topology.local_rank = IntEnv(family[2], *local, 0);
+    }
+    const auto addr = Env("MASTER_ADDR");
+    const auto port = Env("MASTER_PORT");
+    if (!addr || !port) {
+      throw InputError(std::string(family[0]) +
+                       " is set but MASTER_ADDR/MASTER_PORT are not; export "
+                       "the address and port of rank 0 for the rendezvous");
+    }
+    topology.master_addr = *addr;
+    topology.master_port = IntEnv("MASTER_PORT", *port, 1);
+    topology.launched_by_memprof = Env("MEMPROF_LAUNCHED").has_value();
+    return topology;
+  }
+  return std::nullopt;
+}
+
+}  // namespace memprof

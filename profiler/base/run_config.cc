@@ -1,0 +1,56 @@
+#include "profiler/base/run_config.h"
+
+#include <nlohmann/json.hpp>
+
+namespace memprof {
+int64_t MicroBatch(const RunConfig& c) {
+  return c.train.global_batch > 0 ? c.train.global_batch / c.ddp.world_size
+                                  : c.train.micro_batch;
+}
+
+namespace {
+
+nlohmann::json ModelSectionJson(const RunConfig& c) {
+  if (c.model == "gpt") {
+    return {{"layers", c.gpt.layers}, {"d_model", c.gpt.d_model},
+            {"heads", c.gpt.heads},   {"seq_len", c.gpt.seq_len},
+            {"vocab", c.gpt.vocab},   {"dropout", c.gpt.dropout}};
+  }
+  if (c.model == "resnet") {
+    return {{"depth", c.resnet.depth},
+            {"width", c.resnet.width},
+            {"resolution", c.resnet.resolution},
+            {"classes", c.resnet.classes}};
+  }
+  return {{"input", c.mlp.input},
+          {"hidden", c.mlp.hidden},
+          {"depth", c.mlp.depth},
+          {"output", c.mlp.output}};
+}
+
+}  // namespace
+
+nlohmann::json ToJson(const RunConfig& c) {
+  // Only the chosen model's section: the others do not describe the run.
+  return {
+      {"source", c.source},
+      {"model", c.model},
+      {c.model, ModelSectionJson(c)},
+      {"train",
+       {{"micro_batch", c.train.micro_batch},
+        {"global_batch", c.train.global_batch},
+        {"steps", c.train.steps},
+        {"optimizer", c.train.optimizer},
+        {"lr", c.train.lr},
+        {"dtype", c.train.dtype},
+        {"zero_grad_set_to_none", c.train.zero_grad_set_to_none},
+        {"seed", c.train.seed}}},
+      {"ddp",
+       {{"world_size", c.ddp.world_size},
+        {"bucket_cap_mb", c.ddp.bucket_cap_mb},
+        {"gradient_as_bucket_view", c.ddp.gradient_as_bucket_view},
+        {"timeout_s", c.ddp.timeout_s}}},
+  };
+}
+
+}  // namespace memprof

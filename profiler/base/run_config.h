@@ -1,0 +1,75 @@
+// RunConfig: everything a run needs, as a plain struct. Only the CLI
+// (config_cli.h) parses files and flags into it; the library never does.
+// Keys are listed in DESIGN.md "Config keys and flags".
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace memprof {
+
+struct MlpConfig {
+  int64_t input = 784;    // features per sample
+  int64_t hidden = 1024;  // width of each hidden layer
+  int64_t depth = 2;      // number of hidden layers
+  int64_t output = 10;    // classes
+};
+
+// GPT-2: learned positions, pre-LayerNorm blocks, causal self-attention,
+// 4x MLP with tanh-GELU, final LayerNorm, output tied to the token embedding.
+struct GptConfig {
+  int64_t layers = 12;
+  int64_t d_model = 768;
+  int64_t heads = 12;  // must divide d_model
+  int64_t seq_len = 1024;
+  int64_t vocab = 50257;
+  double dropout = 0;  // in [0, 1)
+};
+
+// ResNet v1.5 (stride in the 3x3 conv) with BatchNorm, as torchvision's.
+struct ResnetConfig {
+  int64_t depth = 50;        // 18 | 34 (basic blocks), 50 | 101 | 152
+  int64_t width = 64;        // channels of the stem and the first stage
+  int64_t resolution = 224;  // input images are resolution x resolution
+  int64_t classes = 1000;
+};
+
+struct TrainConfig {
+  int64_t micro_batch = 8;   // samples per rank per step
+  int64_t global_batch = 0;  // 0: unset; else micro_batch = global / world
+  int64_t steps = 3;
+  std::string optimizer = "adam";  // adam | adamw | sgd
+  double lr = 1e-3;
+  std::string dtype = "float32";
+  bool zero_grad_set_to_none = false;
+  int64_t seed = 0;  // rank r draws its data from seed + r
+};
+
+struct DdpConfig {
+  int64_t world_size = 1;
+  double bucket_cap_mb = 25;
+  bool gradient_as_bucket_view = false;
+  int64_t timeout_s = 300;
+};
+
+struct RunConfig {
+  std::string source;  // the config file it came from ("" for defaults)
+  std::string model = "mlp";
+  MlpConfig mlp;
+  GptConfig gpt;
+  ResnetConfig resnet;
+  TrainConfig train;
+  DdpConfig ddp;
+};
+
+inline constexpr const char* kKnownModels = "mlp, gpt, resnet";
+
+// Micro-batch per rank: train.global_batch / world_size when set.
+int64_t MicroBatch(const RunConfig& config);
+
+// Every key with its value, as written in the report's context.
+nlohmann::json ToJson(const RunConfig& config);
+
+}  // namespace memprof

@@ -1,0 +1,105 @@
+#include "profiler/capture/cpu_hook.h"
+
+#include <atomic>
+#include <string>
+
+#include <c10/core/CPUAllocator.h>
+#include <c10/util/Exception.h>
+
+#include "profiler/base/human_bytes.h"
+#include "profiler/capture/memory_tracker.h"
+
+namespace memprof {
+namespace {
+
+// Note [CPU hook deleters]
+// c10's default CPU allocator returns DataPtr{data, ctx = data, deleter D}
+// with the same D for every block. The hook's DataPtr keeps ctx = data (the
+// tracker's key) and its own deleter, and frees through D afterwards: no
+// per-block memory at all. A block whose context or deleter differs (another
+// base allocator) keeps both in a small heap record instead.
+c10::DeleterFnPtr g_base_deleter = nullptr;  // D, set once by the hook
+
+// Also the raw_deleter(): raw_deallocate(nullptr) (oneDNN frees the empty
+// buffer of a zero-byte raw_allocate that way) is not a block.
+void HookDelete(void* data) {
+  if (data != nullptr) MemoryTracker::Get().RecordFree(data);
+  g_base_deleter(data);
+}
+
+struct ForeignBlock {
+  void* data;
+  void* ctx;
+  c10::DeleterFnPtr deleter;
+};
+
+void HookDeleteForeign(void* record) {
+  const ForeignBlock* block = static_cast<ForeignBlock*>(record);
+  MemoryTracker::Get().RecordFree(block->data);
+  block->deleter(block->ctx);
+  delete block;
+}
+
+// The error LibTorch's device allocators raise when a device is full.
+[[noreturn]] void ThrowOutOfMemory(const OutOfMemory& failure, int64_t bytes) {
+  C10_THROW_ERROR(OutOfMemoryError,
+                  "out of memory under memprof --memory-limit " +
+                      HumanBytes(failure.limit_bytes) + ". Tried to allocate " +
+                      HumanBytes(bytes) + " (the first refusal: " +
+                      HumanBytes(failure.requested_bytes) + " with " +
+                      HumanBytes(failure.live_bytes) + " live, in " +
+                      std::string(PhaseName(failure.phase)) + " of step " +
+                      std::to_string(failure.step) + ")");
+}
+
+class CpuHook final : public c10::Allocator {
+ public:
+  explicit CpuHook(c10::Allocator* base) : base_(base) {
+    c10::DataPtr probe = base_->allocate(1);
+    g_base_deleter = probe.get_deleter();
+  }
+
+  c10::DataPtr allocate(size_t bytes) const override {
+    c10::DataPtr block = base_->allocate(bytes);
+    void* data = block.get();
+    if (data == nullptr) return block;  // zero-byte storages: nothing to see
+    const c10::Device device = block.device();
+    void* ctx = block.get_context();
+    const c10::DeleterFnPtr deleter = block.get_deleter();
+    block.release_context();
+    MemoryTracker& tracker = MemoryTracker::Get();
+    if (!tracker.RecordAlloc(data, static_cast<int64_t>(bytes))) {
+      deleter(ctx);  // refused by the memory limit: give it back
+      ThrowOutOfMemory(tracker.out_of_memory(), static_cast<int64_t>(bytes));
+    }
+    if (ctx == data && deleter == g_base_deleter) {
+      return c10::DataPtr(data, data, &HookDelete, device);
+    }
+    return c10::DataPtr(data, new ForeignBlock{data, ctx, deleter},
+                        &HookDeleteForeign, device);
+  }
+
+  // Context == data for our blocks, so raw_allocate/raw_deallocate work.
+  c10::DeleterFnPtr raw_deleter() const override { return &HookDelete; }
+
+ private:
+  c10::Allocator* base_;
+};
+
+std::atomic<bool> g_installed{false};
+
+}  // namespace
+
+c10::Allocator* CpuHookAllocator() {
+  static CpuHook* hook = new CpuHook(c10::GetDefaultCPUAllocator());
+  return hook;
+}
+
+void InstallCpuHook() {
+  if (g_installed.exchange(true)) return;
+  c10::SetCPUAllocator(CpuHookAllocator(), /*priority=*/255);
+}
+
+bool CpuHookInstalled() { return g_installed.load(); }
+
+}  // namespace memprof

@@ -1,0 +1,32 @@
+// A session's blocks in the format of PyTorch's memory snapshot
+// (torch.cuda.memory._snapshot()), so that memory viewers that read it
+// (pytorch.org/memory_viz) open memprof's capture.
+//
+// Note [Snapshot of a CPU run]
+// The CPU allocator has no cache: every block is its own allocation from
+// the system. So each block is also its own segment: `segments` lists the
+// blocks live at the end of the session, one segment each, tiled exactly by
+// one `active_allocated` block; `device_traces[0]` has, per block in seq
+// order, `segment_alloc` + `alloc` at its allocation and `free_requested` +
+// `free_completed` + `segment_free` at its free. Every event carries `addr`
+// (the real address), `size` (bytes), `stream` 0, `frames` [] (memprof
+// records no stacks), `seq` (memprof's event counter) and `category` (the
+// block's final memprof category). The viewer colours by category; it
+// fails to load a file whose events carry categories when none is named
+// `unknown`, so the trace opens with a `snapshot` event (PyTorch's marker
+// of when a snapshot was taken; here: where the session began) of category
+// `unknown`. Blocks allocated before the session are not in the capture.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "profiler/capture/memory_tracker.h"
+
+namespace memprof {
+
+inline constexpr const char* kSnapshotSchema = "memprof.snapshot/1";
+
+// The capture's lifetimes must carry final categories (EndSession's do).
+nlohmann::ordered_json MemorySnapshotJson(const Capture& capture, int rank);
+
+}  // namespace memprof

@@ -1,0 +1,14 @@
+// What both executables' main() share: running a command with the
+// documented exit codes (profiler/base/errors.h), every error message naming the
+// rank, host and pid when the process is one rank of a job.
+#pragma once
+
+#include <functional>
+
+namespace memprof {
+
+// Runs `command`; an InputError prints "memprof: ... error: ..." and gives
+// 2, any other exception "run failed" and 3.
+int RunWithExitCodes(const std::function<int()>& command);
+
+}  // namespace memprof

@@ -1,0 +1,599 @@
+#include "profiler/cli/config_cli.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+
+#include "models/config_validation.h"
+#include "profiler/base/errors.h"
+#include "profiler/base/human_bytes.h"
+
+namespace memprof {
+namespace po = boost::program_options;
+namespace {
+
+// Every config key, bound to its RunConfig field.
+po::options_description ConfigKeys(RunConfig& c) {
+  po::options_description keys("Config keys (in a file, or as --section.key)");
+  keys.add_options()("model", po::value(&c.model),
+                     "model family: mlp | gpt | resnet")(
+      "mlp.input", po::value(&c.mlp.input), "input features")(
+      "mlp.hidden", po::value(&c.mlp.hidden), "hidden width")(
+      "mlp.depth", po::value(&c.mlp.depth), "number of hidden layers")(
+      "mlp.output", po::value(&c.mlp.output), "output classes")(
+      "gpt.layers", po::value(&c.gpt.layers), "transformer blocks")(
+      "gpt.d_model", po::value(&c.gpt.d_model), "model width")(
+      "gpt.heads", po::value(&c.gpt.heads), "attention heads (divide d_model)")(
+      "gpt.seq_len", po::value(&c.gpt.seq_len), "tokens per sample")(
+      "gpt.vocab", po::value(&c.gpt.vocab), "vocabulary size")(
+      "gpt.dropout", po::value(&c.gpt.dropout), "dropout probability")(
+      "resnet.depth", po::value(&c.resnet.depth), "18 | 34 | 50 | 101 | 152")(
+      "resnet.width", po::value(&c.resnet.width),
+      "channels of the first stage (64 in the published models)")(
+      "resnet.resolution", po::value(&c.resnet.resolution),
+      "input images are resolution x resolution")(
+      "resnet.classes", po::value(&c.resnet.classes), "output classes")(
+      "train.micro_batch", po::value(&c.train.micro_batch),
+      "samples per rank per step")(
+      "train.global_batch", po::value(&c.train.global_batch),
+      "samples per step over all ranks (0: unset)")(
+      "train.steps", po::value(&c.train.steps), "training steps")(
+      "train.optimizer", po::value(&c.train.optimizer), "adam | adamw | sgd")(
+      "train.lr", po::value(&c.train.lr), "learning rate")(
+      "train.dtype", po::value(&c.train.dtype), "float32")(
+      "train.zero_grad_set_to_none", po::value(&c.train.zero_grad_set_to_none),
+      "free gradients after each step instead of zeroing them")(
+      "train.seed", po::value(&c.train.seed), "random seed")(
+      "ddp.world_size", po::value(&c.ddp.world_size), "number of ranks")(
+      "ddp.bucket_cap_mb", po::value(&c.ddp.bucket_cap_mb),
+      "DDP bucket size in MiB")("ddp.gradient_as_bucket_view",
+                                po::value(&c.ddp.gradient_as_bucket_view),
+                                "gradients are views into the DDP buckets")(
+      "ddp.timeout_s", po::value(&c.ddp.timeout_s),
+      "collective timeout in seconds");
+  return keys;
+}
+
+struct Aliases {
+  int64_t world_size = 0, micro_batch = 0, global_batch = 0, steps = 0;
+};
+
+// --config and the short spellings of common keys.
+po::options_description AliasFlags(std::string& config_path, Aliases& a) {
+  po::options_description flags("Config");
+  flags.add_options()("config", po::value(&config_path), "INI config file")(
+      "world-size", po::value(&a.world_size), "= --ddp.world_size")(
+      "micro-batch", po::value(&a.micro_batch), "= --train.micro_batch")(
+      "global-batch", po::value(&a.global_batch), "= --train.global_batch")(
+      "steps", po::value(&a.steps), "= --train.steps");
+  return flags;
+}
+
+std::string At(const std::string& path, int line) {
+  return line > 0 ? path + ":" + std::to_string(line) : path;
+}
+
+// Where a key's value came from, for error messages.
+std::string SourceOf(const std::string& key, const po::variables_map& cli,
+                     const std::string& path) {
+  if (cli.count(key)) return "--" + key;
+  if (!path.empty())
+    return At(path, FindKeyLine(path, key)) + ": key '" + key + "'";
+  return "default of '" + key + "'";
+}
+
+// The check flags as given; ApplyGateWords turns them into CheckOptions.
+struct GateWords {
+  std::vector<std::string> tolerances;
+  int64_t tolerance_bytes = 0;
+};
+
+po::options_description GateFlags(CheckOptions& o, GateWords& w) {
+  po::options_description flags("Check options");
+  flags.add_options()(
+      "tolerance", po::value(&w.tolerances)->composing(),
+      "P% replaces the 1% of activations, temporaries and peak; KEY=P% or "
+      "KEY=N (bytes) sets one key (a category or peak); repeatable")(
+      "tolerance-bytes", po::value(&w.tolerance_bytes),
+      "N bytes of slack for activations, temporaries and peak")(
+      "markdown", po::value(&o.markdown_path),
+      "write the result table as Markdown to FILE")(
+      "json", po::value(&o.json_path),
+      "write the result as JSON (memprof.check/1) to FILE")(
+      "strict", po::bool_switch(&o.strict),
+      "improvements beyond tolerance fail the check too")(
+      "allow-config-change", po::bool_switch(&o.allow_config_change),
+      "gate a run whose config differs from the baseline's instead of "
+      "refusing it (world size, device, dtype and libtorch must match)");
+  return flags;
+}
+
+bool Given(const po::variables_map& vm, const char* name) {
+  return vm.count(name) > 0 && !vm[name].defaulted();
+}
+
+// "KEY=VALUE" -> (KEY, tolerance); throws InputError naming the flag.
+std::pair<std::string, Tolerance> KeyedTolerance(const std::string& text) {
+  const size_t equals = text.find('=');
+  const std::string key = text.substr(0, equals);
+  try {
+    RequireToleranceKey(key);
+    return {key, ParseTolerance(text.substr(equals + 1))};
+  } catch (const InputError& e) {
+    throw InputError("--tolerance " + text + ": " + e.what());
+  }
+}
+
+void ApplyGateWords(const GateWords& w, const po::variables_map& vm,
+                    ToleranceSettings& settings) {
+  for (const std::string& text : w.tolerances) {
+    if (text.find('=') != std::string::npos) {
+      const auto [key, tolerance] = KeyedTolerance(text);
+      settings.per_key[key] = tolerance;
+      continue;
+    }
+    Tolerance tolerance;
+    try {
+      tolerance = ParseTolerance(text);
+    } catch (const InputError& e) {
+      throw InputError("--tolerance " + text + ": " + e.what());
+    }
+    if (text.back() != '%') {
+      throw InputError("--tolerance " + text +
+                       ": a tolerance without a key is a percentage (e.g. "
+                       "2%); for bytes use --tolerance-bytes " +
+                       text + " or --tolerance KEY=" + text);
+    }
+    if (settings.percent) {
+      throw InputError("--tolerance " + text +
+                       ": a tolerance without a key given twice; give it once");
+    }
+    settings.percent = tolerance.percent;
+  }
+  if (Given(vm, "tolerance-bytes")) {
+    if (w.tolerance_bytes < 0) {
+      throw InputError("--tolerance-bytes must be 0 or more, got " +
+                       std::to_string(w.tolerance_bytes));
+    }
+    settings.bytes = w.tolerance_bytes;
+  }
+}
+
+// Parses `words` against `flags`; errors name the command's --help.
+po::variables_map ParseFlags(const std::vector<std::string>& words,
+                             const po::options_description& flags,
+                             const std::string& command) {
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(words).options(flags).run(), vm);
+    po::notify(vm);
+  } catch (const po::unknown_option& e) {
+    throw InputError("unknown flag '" + e.get_option_name() +
+                     "'; run 'memprof " + command + " --help' for the list");
+  } catch (const po::error& e) {
+    throw InputError(command + ": " + e.what() + "; run 'memprof " + command +
+                     " --help'");
+  }
+  return vm;
+}
+
+void Require(const po::variables_map& vm, const char* flag,
+             const std::string& command, const std::string& what) {
+  if (!vm.count(flag) || vm[flag].as<std::string>().empty()) {
+    throw InputError(command + ": --" + flag + " " + what +
+                     " is required; run 'memprof " + command + " --help'");
+  }
+}
+
+// `words` without the flags named in `dropped` and their values: the
+// config words to pass on to `memprof profile`. Switches among `dropped`
+// take no value.
+std::vector<std::string> ProfileWords(const std::vector<std::string>& words,
+                                      const std::set<std::string>& dropped) {
+  static const std::set<std::string> kSwitches = {"measure"};
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    const size_t equals = word.find('=');
+    const std::string name =
+        word.rfind("--", 0) == 0
+            ? word.substr(2, equals == std::string::npos ? std::string::npos
+                                                         : equals - 2)
+            : "";
+    if (name.empty() || dropped.count(name) == 0) {
+      kept.push_back(word);
+    } else if (equals == std::string::npos && kSwitches.count(name) == 0) {
+      ++i;  // its value
+    }
+  }
+  return kept;
+}
+
+}  // namespace
+
+int64_t ByteSizeFlag(const std::string& flag, const std::string& text) {
+  const int64_t bytes = ParseByteSize(text);
+  if (bytes < 1) {
+    throw InputError("--" + flag + " " + text +
+                     ": expected a size such as 2GiB, 512MiB, 80GB or a "
+                     "number of bytes");
+  }
+  return bytes;
+}
+
+CheckArgs ParseCheckArgs(const std::vector<std::string>& words) {
+  CheckArgs args;
+  GateWords gate;
+  po::options_description flags("Options");
+  flags.add_options()("help,h", "print this help")(
+      "baseline", po::value(&args.check.baseline_path),
+      "baseline file (memprof.baseline/1)")(
+      "run", po::value(&args.run_dir),
+      "run directory: the --out of memprof profile");
+  flags.add(GateFlags(args.check, gate));
+  const po::variables_map vm = ParseFlags(words, flags, "check");
+  if (vm.count("help")) {
+    std::ostringstream text;
+    text << "usage: memprof check --baseline FILE --run DIR [--tolerance 1%] "
+            "[--tolerance KEY=VALUE ...] [--markdown FILE] [--strict]\n"
+            "exit codes: 0 within tolerance, 1 regressed (or improved with "
+            "--strict), 2 bad input or context mismatch\n\n"
+         << flags;
+    args.help = true;
+    args.help_text = text.str();
+    return args;
+  }
+  Require(vm, "baseline", "check", "FILE");
+  Require(vm, "run", "check", "DIR");
+  ApplyGateWords(gate, vm, args.check.tolerances);
+  return args;
+}
+
+BaselineArgs ParseBaselineArgs(const std::vector<std::string>& words) {
+  BaselineArgs args;
+  std::vector<std::string> tolerances;
+  po::options_description flags("Options");
+  flags.add_options()("help,h", "print this help")(
+      "run", po::value(&args.run_dir),
+      "run directory: the --out of memprof profile")(
+      "out", po::value(&args.out_path), "baseline file to write")(
+      "tolerance", po::value(&tolerances)->composing(),
+      "KEY=P% or KEY=N (bytes): a tolerance kept in the baseline; "
+      "repeatable");
+  const po::variables_map vm = ParseFlags(words, flags, "baseline");
+  if (vm.count("help")) {
+    std::ostringstream text;
+    text << "usage: memprof baseline --run DIR --out FILE "
+            "[--tolerance KEY=VALUE ...]\n\n"
+         << flags;
+    args.help = true;
+    args.help_text = text.str();
+    return args;
+  }
+  Require(vm, "run", "baseline", "DIR");
+  Require(vm, "out", "baseline", "FILE");
+  for (const std::string& text : tolerances) {
+    if (text.find('=') == std::string::npos) {
+      throw InputError("--tolerance " + text +
+                       ": a baseline keeps tolerances per key; write "
+                       "KEY=VALUE, e.g. activations=2%");
+    }
+    const auto [key, tolerance] = KeyedTolerance(text);
+    args.tolerances[key] = tolerance;
+  }
+  return args;
+}
+
+ReportArgs ParseReportArgs(const std::vector<std::string>& words) {
+  ReportArgs args;
+  po::options_description flags("Options");
+  flags.add_options()("help,h", "print this help")(
+      "run", po::value(&args.run_dir),
+      "run directory: the --out of memprof profile (or a copy of its "
+      "rank-<r>.json files)");
+  const po::variables_map vm = ParseFlags(words, flags, "report");
+  if (vm.count("help")) {
+    std::ostringstream text;
+    text << "usage: memprof report --run DIR\n\n"
+            "Renders DIR/report.md, report.html and trace.json again from "
+            "DIR/rank-<r>.json alone.\n\n"
+         << flags;
+    args.help = true;
+    args.help_text = text.str();
+    return args;
+  }
+  Require(vm, "run", "report", "DIR");
+  return args;
+}
+
+int FindKeyLine(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line, section;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const size_t begin = line.find_first_not_of(" \t");
+    if (begin == std::string::npos || line[begin] == '#' || line[begin] == ';')
+      continue;
+    if (line[begin] == '[') {
+      const size_t end = line.find(']', begin);
+      section = line.substr(begin + 1, end - begin - 1);
+      continue;
+    }
+    std::string name = line.substr(begin, line.find('=') - begin);
+    name.erase(name.find_last_not_of(" \t") + 1);
+    if ((section.empty() ? name : section + "." + name) == key) return number;
+  }
+  return 0;
+}
+
+namespace {
+
+// The flags and config file of a command that runs (or predicts) a config:
+// `command_flags` plus every config key. Reads --config, applies the short
+// aliases and validates. Returns false for --help, with its text in `help`.
+bool ParseRunConfigWords(const std::vector<std::string>& words,
+                         const po::options_description& command_flags,
+                         const std::string& command, const std::string& usage,
+                         RunConfig& config, po::variables_map& cli,
+                         std::string& help) {
+  Aliases aliases;
+  po::options_description keys = ConfigKeys(config);
+  po::options_description all;
+  all.add(command_flags).add(AliasFlags(config.source, aliases)).add(keys);
+  try {
+    po::store(po::command_line_parser(words).options(all).run(), cli);
+  } catch (const po::unknown_option& e) {
+    throw InputError("unknown flag '" + e.get_option_name() +
+                     "'; run 'memprof " + command + " --help' for the list");
+  } catch (const po::error& e) {
+    throw InputError(std::string("command line: ") + e.what());
+  }
+  if (cli.count("help")) {
+    std::ostringstream text;
+    text << usage << "\n\n" << all;
+    help = text.str();
+    return false;
+  }
+
+  po::variables_map vm = cli;
+  const std::string path =
+      cli.count("config") ? cli["config"].as<std::string>() : "";
+  if (!path.empty()) {
+    std::ifstream file(path);
+    if (!file || std::filesystem::is_directory(path)) {
+      const std::string reason =
+          file ? "it is a directory" : std::strerror(errno);
+      throw InputError("cannot read config file '" + path + "': " + reason +
+                       "; pass an existing file to --config");
+    }
+    try {
+      po::store(po::parse_config_file(file, keys), vm);
+    } catch (const po::unknown_option& e) {
+      const std::string key = e.get_option_name();
+      throw InputError(At(path, FindKeyLine(path, key)) + ": unknown key '" +
+                       key + "'; see 'memprof " + command +
+                       " --help' for the keys");
+    } catch (const po::invalid_config_file_syntax& e) {
+      throw InputError(path + ": " + e.what() +
+                       "; lines are 'key = value' or '[section]'");
+    } catch (const po::error_with_option_name& e) {
+      const std::string key = e.get_option_name();
+      throw InputError(At(path, key.empty() ? 0 : FindKeyLine(path, key)) +
+                       ": " + e.what());
+    } catch (const po::error& e) {
+      throw InputError(path + ": " + e.what());
+    }
+  }
+  try {
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw InputError(std::string("command line: ") + e.what());
+  }
+  config.source = path;
+
+  const std::pair<const char*, const char*> pairs[] = {
+      {"world-size", "ddp.world_size"},
+      {"micro-batch", "train.micro_batch"},
+      {"global-batch", "train.global_batch"},
+      {"steps", "train.steps"}};
+  int64_t* fields[] = {&config.ddp.world_size, &config.train.micro_batch,
+                       &config.train.global_batch, &config.train.steps};
+  const int64_t values[] = {aliases.world_size, aliases.micro_batch,
+                            aliases.global_batch, aliases.steps};
+  for (int i = 0; i < 4; ++i) {
+    if (!cli.count(pairs[i].first)) continue;
+    if (cli.count(pairs[i].second)) {
+      throw InputError(std::string("--") + pairs[i].first + " and --" +
+                       pairs[i].second + " both given; use one");
+    }
+    *fields[i] = values[i];
+  }
+
+  try {
+    ValidateRunConfig(config);
+  } catch (const ConfigError& e) {
+    std::string key = e.key();
+    for (const auto& pair : pairs) {
+      if (key == pair.second && cli.count(pair.first)) {
+        throw InputError(std::string("--") + pair.first + ": " + e.what());
+      }
+    }
+    throw InputError(SourceOf(key, cli, path) + ": " + e.what());
+  }
+  return true;
+}
+
+}  // namespace
+
+ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
+  ProfileArgs args;
+  args.words = words;
+  GateWords gate;
+  po::options_description flags("Options");
+  flags.add_options()("help,h", "print this help")(
+      "out", po::value(&args.out_dir), "output directory (default: out)")(
+      "check", po::value(&args.check.baseline_path),
+      "after the run, gate it on this baseline (as memprof check)")(
+      "no-hook", po::bool_switch(&args.no_hook),
+      "train without the allocator hook, to time its cost: step times "
+      "only, no memory figures (bench/step_overhead_bench)")(
+      "memory-limit", po::value<std::string>(),
+      "emulate a device of this size per rank (2GiB, 512MiB, 80GB, bytes): "
+      "an allocation over it fails with LibTorch's out-of-memory error and "
+      "the rank reports where its memory was (exit 3)");
+  flags.add(GateFlags(args.check, gate));
+  po::variables_map cli;
+  if (!ParseRunConfigWords(
+          words, flags, "profile",
+          "usage: memprof profile [--config FILE] [--out DIR] [flags]",
+          args.config, cli, args.help_text)) {
+    args.help = true;
+    return args;
+  }
+  if (args.no_hook && cli.count("check")) {
+    throw InputError(
+        "--no-hook measures no memory, so there is nothing to "
+        "--check; drop one of them");
+  }
+  if (cli.count("check") && args.check.baseline_path.empty()) {
+    throw InputError("--check needs a baseline file");
+  }
+  for (const char* flag : {"tolerance", "tolerance-bytes", "markdown", "json",
+                           "strict", "allow-config-change"}) {
+    if (Given(cli, flag) && !cli.count("check")) {
+      throw InputError(std::string("--") + flag +
+                       " is a check option: add --check BASELINE");
+    }
+  }
+  ApplyGateWords(gate, cli, args.check.tolerances);
+  if (cli.count("memory-limit")) {
+    if (args.no_hook) {
+      throw InputError(
+          "--memory-limit is enforced by the allocator hook; drop --no-hook");
+    }
+    args.memory_limit_bytes =
+        ByteSizeFlag("memory-limit", cli["memory-limit"].as<std::string>());
+  }
+  return args;
+}
+
+PredictArgs ParsePredictArgs(const std::vector<std::string>& words) {
+  PredictArgs args;
+  po::options_description flags("Options");
+  flags.add_options()("help,h", "print this help")(
+      "json", po::bool_switch(&args.json),
+      "print the prediction as JSON (memprof.prediction/1)")(
+      "table", po::bool_switch(&args.table),
+      "also print the model's size table, one row per tensor");
+  po::variables_map cli;
+  if (!ParseRunConfigWords(
+          words, flags, "predict",
+          "usage: memprof predict --config FILE [--world-size N] "
+          "[--micro-batch B] [--json]\nthe per-rank prediction from the "
+          "model's size table; no tensor is allocated",
+          args.config, cli, args.help_text)) {
+    args.help = true;
+  }
+  return args;
+}
+
+FitArgs ParseFitArgs(const std::vector<std::string>& words) {
+  FitArgs args;
+  std::string budget;
+  po::options_description flags("Options");
+  flags.add_options()("help,h", "print this help")(
+      "budget", po::value(&budget),
+      "memory per rank (device size): 80GiB, 512MiB, 80GB or bytes")(
+      "measure", po::bool_switch(&args.measure),
+      "also run micro-batches of one rank under --memory-limit BUDGET: "
+      "micro-batch 1, then the largest that runs to completion")(
+      "out", po::value(&args.out_dir),
+      "with --measure: where the runs write (default: a new temporary "
+      "directory)");
+  po::variables_map cli;
+  if (!ParseRunConfigWords(
+          words, flags, "fit",
+          "usage: memprof fit --config FILE --budget 80GiB [--world-size N] "
+          "[--micro-batch B] [--measure]\ndoes the run fit a device of this "
+          "size, and if not, will more data-parallel ranks help? exit 0: it "
+          "fits; 1: it does not",
+          args.config, cli, args.help_text)) {
+    args.help = true;
+    return args;
+  }
+  if (budget.empty()) {
+    throw InputError(
+        "fit: --budget SIZE is required (e.g. --budget 80GiB); "
+        "run 'memprof fit --help'");
+  }
+  args.budget_bytes = ByteSizeFlag("budget", budget);
+  if (!args.out_dir.empty() && !args.measure) {
+    throw InputError("--out is where --measure's runs write: add --measure");
+  }
+  args.profile_words =
+      ProfileWords(words, {"budget", "measure", "out", "world-size",
+                           "ddp.world_size", "micro-batch", "train.micro_batch",
+                           "global-batch", "train.global_batch"});
+  return args;
+}
+
+SweepArgs ParseSweepArgs(const std::vector<std::string>& words) {
+  SweepArgs args;
+  std::string sizes;
+  po::options_description flags("Options");
+  flags.add_options()("help,h", "print this help")(
+      "world-sizes", po::value(&sizes),
+      "the numbers of ranks to run, comma-separated: 1,2,4")(
+      "out", po::value(&args.out_dir),
+      "output directory: one run per world size and the sweep's table and "
+      "charts (default: out/sweep)");
+  po::variables_map cli;
+  if (!ParseRunConfigWords(
+          words, flags, "sweep",
+          "usage: memprof sweep --config FILE --world-sizes 1,2,4 "
+          "--global-batch G [--out DIR]\nruns each world size N at "
+          "micro-batch G/N: per-rank bytes by category and step time "
+          "(compute and communication) against N",
+          args.config, cli, args.help_text)) {
+    args.help = true;
+    return args;
+  }
+  if (sizes.empty()) {
+    throw InputError("sweep: --world-sizes N,N,... is required (e.g. 1,2,4)");
+  }
+  std::stringstream list(sizes);
+  for (std::string item; std::getline(list, item, ',');) {
+    char* end = nullptr;
+    const long long n = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || n < 1 || n > 4096) {
+      throw InputError("--world-sizes " + sizes + ": '" + item +
+                       "' is not a number of ranks in [1, 4096]");
+    }
+    args.world_sizes.push_back(n);
+  }
+  args.global_batch = args.config.train.global_batch;
+  if (args.global_batch < 1) {
+    throw InputError(
+        "sweep: --global-batch G is required: each world size N "
+        "runs at micro-batch G/N");
+  }
+  for (int64_t n : args.world_sizes) {
+    if (args.global_batch % n != 0) {
+      throw InputError("--global-batch " + std::to_string(args.global_batch) +
+                       " is not divisible by world size " + std::to_string(n) +
+                       " (from --world-sizes " + sizes + ")");
+    }
+  }
+  args.profile_words =
+      ProfileWords(words, {"world-sizes", "out", "world-size", "ddp.world_size",
+                           "micro-batch", "train.micro_batch", "global-batch",
+                           "train.global_batch"});
+  return args;
+}
+
+}  // namespace memprof

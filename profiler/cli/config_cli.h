@@ -1,0 +1,103 @@
+// The command line: the only place that parses flags and config files
+// (Boost.Program_options). A section name prefixes its keys ("[mlp] hidden"
+// is "mlp.hidden"); every key is also a flag ("--mlp.hidden 64") and flags
+// win over the file. Errors are InputError naming the file and line, or the
+// flag, and the remedy.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "profiler/base/run_config.h"
+#include "profiler/gate/gate_run.h"
+#include "profiler/gate/tolerance.h"
+
+namespace memprof {
+
+struct ProfileArgs {
+  RunConfig config;
+  std::string out_dir = "out";
+  CheckOptions check;
+  std::vector<std::string> words;  // as given, for launched ranks
+  bool no_hook = false;  // --no-hook: step times only (main() reads it too)
+  int64_t memory_limit_bytes = 0;  // --memory-limit; 0: none
+  bool help = false;
+  std::string help_text;
+};
+
+// `args` are the words after the command name ("profile").
+ProfileArgs ParseProfileArgs(const std::vector<std::string>& args);
+
+struct PredictArgs {
+  RunConfig config;
+  bool json = false;
+  bool table = false;  // also print the size table, row by row
+  bool help = false;
+  std::string help_text;
+};
+
+// `args` are the words after "predict".
+PredictArgs ParsePredictArgs(const std::vector<std::string>& args);
+
+struct FitArgs {
+  RunConfig config;
+  int64_t budget_bytes = 0;
+  bool measure = false;  // also run micro-batches under --memory-limit
+  std::string out_dir;   // --measure's runs; "" : a temporary directory
+  // The config words to pass on to `memprof profile` (the config file and
+  // its --section.key flags, without the batch, world-size and fit flags).
+  std::vector<std::string> profile_words;
+  bool help = false;
+  std::string help_text;
+};
+
+// `args` are the words after "fit".
+FitArgs ParseFitArgs(const std::vector<std::string>& args);
+
+struct SweepArgs {
+  RunConfig config;
+  std::vector<int64_t> world_sizes;  // --world-sizes 1,2,4
+  int64_t global_batch = 0;
+  std::string out_dir = "out/sweep";
+  std::vector<std::string> profile_words;  // as FitArgs::profile_words
+  bool help = false;
+  std::string help_text;
+};
+
+// `args` are the words after "sweep".
+SweepArgs ParseSweepArgs(const std::vector<std::string>& args);
+
+struct CheckArgs {
+  std::string run_dir;
+  CheckOptions check;
+  bool help = false;
+  std::string help_text;
+};
+
+struct BaselineArgs {
+  std::string run_dir;
+  std::string out_path;
+  std::map<std::string, Tolerance> tolerances;  // --tolerance KEY=VALUE
+  bool help = false;
+  std::string help_text;
+};
+
+struct ReportArgs {
+  std::string run_dir;
+  bool help = false;
+  std::string help_text;
+};
+
+// `args` are the words after "check" / "baseline" / "report".
+CheckArgs ParseCheckArgs(const std::vector<std::string>& args);
+BaselineArgs ParseBaselineArgs(const std::vector<std::string>& args);
+ReportArgs ParseReportArgs(const std::vector<std::string>& args);
+
+// The bytes of a size flag ("--budget 80GiB"); InputError naming the flag.
+int64_t ByteSizeFlag(const std::string& flag, const std::string& text);
+
+// 1-based line of `key` ("mlp.hidden") in an INI file; 0 when absent.
+int FindKeyLine(const std::string& path, const std::string& key);
+
+}  // namespace memprof

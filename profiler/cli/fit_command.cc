@@ -1,0 +1,173 @@
+#include "profiler/cli/fit_command.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "profiler/base/atomic_file.h"
+#include "profiler/base/errors.h"
+#include "profiler/predict/fit.h"
+#include "profiler/base/human_bytes.h"
+#include "profiler/cli/profile_process.h"
+
+namespace memprof {
+namespace fs = std::filesystem;
+namespace {
+
+// Micro-batches tried above the predicted largest before binary search.
+constexpr int64_t kLargestMeasured = int64_t{1} << 20;
+
+// One measured run: it completed (with its steady-state peak) or it ran out
+// of memory (with the report's sentence).
+struct MeasuredRun {
+  int64_t micro_batch = 0;
+  bool completed = false;
+  int64_t peak_bytes = 0;
+  std::string out_of_memory;  // the report's message, when it ran out
+};
+
+class Measurer {
+ public:
+  Measurer(const FitArgs& args, std::string dir)
+      : args_(args), dir_(std::move(dir)) {}
+
+  const MeasuredRun& Run(int64_t micro_batch) {
+    for (const MeasuredRun& run : runs_) {
+      if (run.micro_batch == micro_batch) return run;
+    }
+    const std::string out =
+        (fs::path(dir_) / ("micro-batch-" + std::to_string(micro_batch)))
+            .string();
+    std::vector<std::string> words = args_.profile_words;
+    for (const std::string& word :
+         {std::string("--world-size"), std::string("1"),
+          std::string("--micro-batch"), std::to_string(micro_batch),
+          std::string("--global-batch"), std::string("0"),
+          std::string("--memory-limit"), std::to_string(args_.budget_bytes),
+          std::string("--out"), out}) {
+      words.push_back(word);
+    }
+    fs::create_directories(out);
+    const int code = RunProfileProcess(words, out + ".log");
+    MeasuredRun run;
+    run.micro_batch = micro_batch;
+    std::ifstream in(fs::path(out) / "rank-0.json");
+    nlohmann::json report;
+    if (in) report = nlohmann::json::parse(in, nullptr, false);
+    if (code == kExitOk && report.is_object()) {
+      run.completed = true;
+      run.peak_bytes = report["peak"]["total_bytes"].get<int64_t>();
+    } else if (code == kExitRunFailed && report.is_object() &&
+               report["out_of_memory"].is_object()) {
+      run.out_of_memory = report["out_of_memory"]["message"];
+    } else {
+      throw RunFailure("the measured run at micro-batch " +
+                       std::to_string(micro_batch) + " failed (exit " +
+                       std::to_string(code) + "), not for memory; see " + out +
+                       ".log");
+    }
+    std::cout << "  micro-batch " << micro_batch << ": "
+              << (run.completed
+                      ? "ran to completion, peak " + HumanBytes(run.peak_bytes)
+                      : run.out_of_memory)
+              << "\n"
+              << std::flush;
+    runs_.push_back(run);
+    return runs_.back();
+  }
+
+ private:
+  const FitArgs& args_;
+  std::string dir_;
+  std::vector<MeasuredRun> runs_;
+};
+
+std::string MeasureDir(const FitArgs& args) {
+  if (!args.out_dir.empty()) {
+    CreateOutputDirectory("--out", args.out_dir);
+    return args.out_dir;
+  }
+  std::string pattern =
+      (fs::temp_directory_path() / "memprof-fit-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    throw RunFailure("cannot create a temporary directory for --measure");
+  }
+  return pattern;
+}
+
+// The largest micro-batch that runs to completion under the budget, from
+// `guess` (the prediction's); 0 when micro-batch 1 does not.
+int64_t LargestMeasured(Measurer& measure, int64_t guess) {
+  if (!measure.Run(1).completed) return 0;
+  int64_t good = 1;
+  int64_t bad = 0;  // 0: none found yet
+  int64_t b = std::max<int64_t>(1, guess);
+  if (measure.Run(b).completed) {
+    good = b;
+    for (int64_t step = 1; good < kLargestMeasured; step *= 2) {
+      const int64_t next = std::min(kLargestMeasured, good + step);
+      if (!measure.Run(next).completed) {
+        bad = next;
+        break;
+      }
+      good = next;
+    }
+    if (bad == 0) return good;
+  } else {
+    bad = b;
+  }
+  while (bad - good > 1) {
+    const int64_t mid = good + (bad - good) / 2;
+    (measure.Run(mid).completed ? good : bad) = mid;
+  }
+  return good;
+}
+
+}  // namespace
+
+int RunFitCommand(const FitArgs& args) {
+  const FitAnswer answer = Fit(args.config, args.budget_bytes);
+  std::cout << FormatFit(answer, args.config) << std::flush;
+  if (!args.measure) {
+    return answer.verdict == FitVerdict::kFits ? kExitOk : kExitCheckFailed;
+  }
+
+  const std::string dir = MeasureDir(args);
+  std::cout << "\nmeasured (one rank under --memory-limit " << args.budget_bytes
+            << ", runs in " << dir << "):\n";
+  Measurer measure(args, dir);
+  const int64_t largest = LargestMeasured(measure, answer.largest_micro_batch);
+  FitVerdict verdict;
+  std::ostringstream why;
+  if (largest == 0) {
+    verdict = FitVerdict::kModelStateOverflow;
+    why << "micro-batch 1 ran out of memory (" << measure.Run(1).out_of_memory
+        << "): model state does not fit, at any number of data-parallel "
+           "ranks";
+  } else {
+    verdict = answer.micro_batch <= largest ? FitVerdict::kFits
+                                            : FitVerdict::kActivationOverflow;
+    why << "the largest micro-batch per rank that ran to completion is "
+        << largest << " (peak " << HumanBytes(measure.Run(largest).peak_bytes)
+        << ")";
+    if (largest < kLargestMeasured) {
+      why << "; micro-batch " << largest + 1 << " ran out of memory";
+    }
+    if (verdict == FitVerdict::kActivationOverflow) {
+      why << "; the requested micro-batch " << answer.micro_batch
+          << " does not fit: run it as micro-batch " << largest << " on "
+          << (answer.micro_batch * answer.world_size + largest - 1) / largest
+          << " ranks for the same global batch";
+    }
+  }
+  std::cout << "measured verdict: " << FitVerdictName(verdict) << ": "
+            << why.str() << "\n";
+  return verdict == FitVerdict::kFits ? kExitOk : kExitCheckFailed;
+}
+
+}  // namespace memprof

@@ -1,0 +1,202 @@
+#include "profiler/cli/launcher.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <thread>
+
+#include "profiler/base/errors.h"
+#include "profiler/base/rank_env.h"
+
+namespace memprof {
+namespace {
+
+// After a failure, the other ranks get SIGTERM, then SIGKILL after this.
+constexpr auto kStopGrace = std::chrono::seconds(5);
+
+struct Child {
+  pid_t pid = -1;
+  bool running = false;
+};
+
+pid_t SpawnRank(int rank, int world_size, int port,
+                const std::vector<std::string>& words) {
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  // Child: the same binary, as one rank.
+  ::setenv("RANK", std::to_string(rank).c_str(), 1);
+  ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+  ::setenv("WORLD_SIZE", std::to_string(world_size).c_str(), 1);
+  ::setenv("LOCAL_WORLD_SIZE", std::to_string(world_size).c_str(), 1);
+  ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+  ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+  ::setenv("MEMPROF_LAUNCHED", "1", 1);
+  // Share the cores between the local ranks unless told otherwise.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads =
+      std::max(1u, cores / static_cast<unsigned>(world_size));
+  ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 0);
+  std::vector<std::string> args = {"memprof", "profile"};
+  args.insert(args.end(), words.begin(), words.end());
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  ::execv("/proc/self/exe", argv.data());
+  std::cerr << "memprof: cannot start rank " << rank << ": "
+            << std::strerror(errno) << "\n";
+  ::_exit(127);
+}
+
+// "ran out of memory: ..." when rank-<rank>.json in `out_dir`, written by
+// process `pid`, says so.
+std::optional<std::string> OutOfMemoryOf(const std::string& out_dir, int rank,
+                                         pid_t pid) {
+  std::ifstream in(out_dir + "/rank-" + std::to_string(rank) + ".json");
+  if (!in) return std::nullopt;
+  try {
+    const nlohmann::ordered_json report = nlohmann::ordered_json::parse(in);
+    const auto oom = report.find("out_of_memory");
+    if (oom == report.end() || !oom->is_object() ||
+        report["context"]["pid"] != static_cast<int64_t>(pid)) {
+      return std::nullopt;
+    }
+    return "ran out of memory: " + OutOfMemoryLine(*oom);
+  } catch (const std::exception&) {
+    return std::nullopt;  // a report from an earlier run, half-read: no claim
+  }
+}
+
+std::string Describe(int status) {
+  if (WIFEXITED(status)) {
+    return "exited with code " + std::to_string(WEXITSTATUS(status));
+  }
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    return "was killed by signal " + std::to_string(sig) + " (" +
+           ::strsignal(sig) + ")";
+  }
+  return "stopped (status " + std::to_string(status) + ")";
+}
+
+int RankOf(const std::vector<Child>& children, pid_t pid) {
+  for (size_t r = 0; r < children.size(); ++r) {
+    if (children[r].pid == pid) return static_cast<int>(r);
+  }
+  return -1;
+}
+
+// SIGTERM every running rank, SIGKILL what is left after the grace period,
+// and reap them all.
+void StopAll(std::vector<Child>& children) {
+  for (const Child& child : children) {
+    if (child.running) ::kill(child.pid, SIGTERM);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kStopGrace;
+  bool killed = false;
+  while (true) {
+    bool any = false;
+    for (Child& child : children) {
+      if (!child.running) continue;
+      int status = 0;
+      if (::waitpid(child.pid, &status, WNOHANG) == child.pid) {
+        child.running = false;
+      } else {
+        any = true;
+      }
+    }
+    if (!any) return;
+    if (!killed && std::chrono::steady_clock::now() > deadline) {
+      for (const Child& child : children) {
+        if (child.running) ::kill(child.pid, SIGKILL);
+      }
+      killed = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace
+
+int FreeLocalPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw RunFailure(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t length = sizeof addr;
+  const bool ok =
+      ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0;
+  ::close(fd);
+  if (!ok)
+    throw RunFailure(std::string("no free port: ") + std::strerror(errno));
+  return ntohs(addr.sin_port);
+}
+
+std::string OutOfMemoryLine(const nlohmann::ordered_json& oom) {
+  return oom["message"].get<std::string>() + " (" +
+         oom["explanation"].get<std::string>() + ")";
+}
+
+int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
+                     const std::string& out_dir) {
+  for (int attempt = 1;; ++attempt) {
+    const int port = FreeLocalPort();
+    std::vector<Child> children(world_size);
+    for (int r = 0; r < world_size; ++r) {
+      children[r].pid = SpawnRank(r, world_size, port, words);
+      children[r].running = children[r].pid > 0;
+      if (!children[r].running) {
+        StopAll(children);
+        throw RunFailure("cannot fork rank " + std::to_string(r) + ": " +
+                         std::strerror(errno));
+      }
+      std::cerr << "memprof: rank " << r << ": pid " << children[r].pid << "\n";
+    }
+    int left = world_size;
+    bool port_busy = false;
+    std::string failure;
+    while (left > 0 && failure.empty() && !port_busy) {
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, 0);
+      if (pid < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      const int rank = RankOf(children, pid);
+      if (rank < 0) continue;
+      children[rank].running = false;
+      --left;
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+      if (rank == 0 && WIFEXITED(status) &&
+          WEXITSTATUS(status) == kExitPortBusy && attempt < kPortAttempts) {
+        port_busy = true;
+      } else {
+        failure = "rank " + std::to_string(rank) + " (pid " +
+                  std::to_string(pid) + ") " +
+                  OutOfMemoryOf(out_dir, rank, pid).value_or(Describe(status));
+      }
+    }
+    if (left > 0) StopAll(children);
+    if (port_busy) {
+      std::cerr << "memprof: port " << port << " was taken; retrying\n";
+      continue;
+    }
+    if (!failure.empty()) {
+      throw RunFailure(failure + "; the other ranks were stopped");
+    }
+    return kExitOk;
+  }
+}
+
+}  // namespace memprof

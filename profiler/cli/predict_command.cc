@@ -1,0 +1,216 @@
+#include "profiler/cli/predict_command.h"
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "profiler/report/breakdown_json.h"
+#include "profiler/base/errors.h"
+#include "profiler/base/human_bytes.h"
+
+namespace memprof {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+const char* KindName(RowKind kind) {
+  switch (kind) {
+    case RowKind::kParameter:
+      return "parameter";
+    case RowKind::kBuffer:
+      return "buffer";
+    case RowKind::kSaved:
+      return "saved";
+    case RowKind::kInput:
+      return "input";
+    case RowKind::kWorkspace:
+      return "workspace";
+  }
+  return "?";
+}
+
+Json MomentJson(const PredictedMoment& m) {
+  return Json{{"phase", PhaseName(m.phase)},
+              {"what", m.what},
+              {"total_bytes", m.Total()},
+              {"breakdown", BreakdownJson(m.bytes)}};
+}
+
+// "21.1 GB (19.6 GiB)": decimal units too, as model sizes are quoted.
+std::string BothUnits(int64_t bytes) {
+  if (bytes < 1000000000) return HumanBytes(bytes);
+  char text[64];
+  std::snprintf(text, sizeof text, "%.1f GB (%s)",
+                static_cast<double>(bytes) / 1e9, HumanBytes(bytes).c_str());
+  return text;
+}
+
+std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
+  const SizeTable& t = p.table;
+  auto rows = [&](RowKind kind) {
+    int n = 0;
+    for (const SizeRow& row : t.rows) n += row.kind == kind;
+    return std::to_string(n);
+  };
+  switch (c) {
+    case Category::kWeights:
+      return "4P" + std::string(p.buffer_bytes > 0
+                                    ? " + module buffers (" +
+                                          HumanBytes(p.buffer_bytes) + ")"
+                                    : "");
+    case Category::kGradients:
+      return "4P: one fp32 gradient per parameter";
+    case Category::kOptimizerState:
+      return config.train.optimizer == "sgd"
+                 ? "0: SGD without momentum keeps no state"
+                 : "8P: " + config.train.optimizer +
+                       " exp_avg + exp_avg_sq, x2";
+    case Category::kDdpBuckets:
+      return config.ddp.gradient_as_bucket_view
+                 ? "0: gradient_as_bucket_view, the gradients are the buckets"
+                 : "4P: Reducer's flat buckets, x1";
+    case Category::kActivations:
+      return rows(RowKind::kSaved) + " saved tensors at micro-batch " +
+             std::to_string(p.micro_batch) + " (README \"Prediction\")";
+    case Category::kInputs:
+      return rows(RowKind::kInput) + " batch tensors at micro-batch " +
+             std::to_string(p.micro_batch);
+    case Category::kTemporaries:
+      return "live at the predicted peak (" + p.Peak().what + ")";
+    case Category::kUnattributed:
+      return "0";
+  }
+  return "";
+}
+
+}  // namespace
+
+Json ToJson(const Prediction& p, const RunConfig& config) {
+  Json categories = Json::object();
+  for (Category c : kAllCategories) {
+    categories[CategoryName(c)] = Json{{"predicted_bytes", p.bytes[Index(c)]},
+                                       {"compared_with", ComparedFigure(c)}};
+  }
+  Json table = Json::array();
+  for (const SizeRow& row : p.table.rows) {
+    table.push_back(Json{{"name", row.name},
+                         {"kind", KindName(row.kind)},
+                         {"shape", row.shape},
+                         {"terms", row.terms},
+                         {"dtype", DtypeName(row.dtype)},
+                         {"bytes", row.Bytes()}});
+  }
+  const int64_t state = ModelStateBytes(p.bytes);
+  return Json{
+      {"schema", kPredictionSchema},
+      {"config", ToJson(config)},
+      {"world_size", p.world_size},
+      {"micro_batch", p.micro_batch},
+      {"parameters", p.parameters},
+      {"buffer_bytes", p.buffer_bytes},
+      {"categories", categories},
+      {"peak", MomentJson(p.Peak())},
+      {"moments", Json::array({MomentJson(p.early_backward),
+                               MomentJson(p.optimizer_step)})},
+      {"model_state",
+       {{"bytes_per_rank", state},
+        {"bytes_per_parameter", p.model_state_bytes_per_parameter},
+        {"replicated_on_ranks", p.world_size},
+        {"group_bytes", state * p.world_size}}},
+      {"zero",
+       {{"world_size", p.world_size},
+        {"plain_bytes", p.zero.plain_bytes},
+        {"stage1_bytes", p.zero.stage1_bytes},
+        {"stage2_bytes", p.zero.stage2_bytes},
+        {"stage3_bytes", p.zero.stage3_bytes},
+        {"duplicated_bytes", p.zero.duplicated_bytes}}},
+      {"symbols", p.table.symbols},
+      {"table", table},
+  };
+}
+
+std::string FormatPrediction(const Prediction& p, const RunConfig& config) {
+  std::ostringstream out;
+  out << "memprof predict: " << config.model;
+  if (!config.source.empty()) out << " (" << config.source << ")";
+  out << ", P = " << GroupedInteger(p.parameters) << " parameters, micro-batch "
+      << p.micro_batch << " per rank, " << p.world_size << " rank"
+      << (p.world_size == 1 ? "" : "s") << "\n"
+      << "per rank; every rank holds the same model state, only "
+         "activations and inputs follow the micro-batch\n\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%-16s %12s  %s\n", "category", "predicted",
+                "formula");
+  out << line;
+  for (Category c : kAllCategories) {
+    std::snprintf(line, sizeof line, "%-16s %12s  %s\n",
+                  std::string(CategoryName(c)).c_str(),
+                  HumanBytes(p.bytes[Index(c)]).c_str(),
+                  Formula(c, p, config).c_str());
+    out << line;
+  }
+  const PredictedMoment& peak = p.Peak();
+  std::snprintf(line, sizeof line, "%-16s %12s  %s\n", "steady-state peak",
+                HumanBytes(peak.Total()).c_str(), peak.what.c_str());
+  out << line << "\n";
+
+  // The bytes per parameter of model state, and what replication costs.
+  const int64_t adam = p.bytes[Index(Category::kOptimizerState)];
+  const int64_t replicated = p.bytes[Index(Category::kWeights)] +
+                             p.bytes[Index(Category::kGradients)] + adam;
+  const int64_t buckets = p.bytes[Index(Category::kDdpBuckets)];
+  const int64_t state = replicated + buckets;
+  char per_param[64];
+  std::snprintf(per_param, sizeof per_param, "%.2f",
+                p.model_state_bytes_per_parameter);
+  out << "model state: " << per_param
+      << " bytes per parameter per rank (weights 4 + gradients 4 + "
+         "optimizer "
+      << (p.parameters ? adam / p.parameters : 0) << " = "
+      << BothUnits(replicated) << "; DDP buckets "
+      << (p.parameters ? buckets / p.parameters : 0) << " = "
+      << BothUnits(buckets) << "): " << BothUnits(state)
+      << " per rank, at any world size: data parallelism does not shrink it";
+  if (p.world_size > 1) {
+    out << "; the " << p.world_size << " ranks hold " << p.world_size
+        << " copies, " << BothUnits(state * p.world_size) << " in all";
+  }
+  out << "\n";
+  const ZeroPricing& z = p.zero;
+  out << "at " << p.world_size << " rank" << (p.world_size == 1 ? "" : "s")
+      << ", weights + gradients + optimizer state per rank: plain "
+      << BothUnits(z.plain_bytes) << ", ZeRO-1 " << BothUnits(z.stage1_bytes)
+      << ", ZeRO-2 " << BothUnits(z.stage2_bytes) << ", ZeRO-3 "
+      << BothUnits(z.stage3_bytes) << "; plain replication holds "
+      << BothUnits(z.duplicated_bytes) << " in duplicate across the group\n";
+  return out.str();
+}
+
+std::string FormatSizeTable(const SizeTable& table) {
+  std::ostringstream out;
+  out << "size table (" << table.symbols << ")\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "%-44s %-9s %-16s %-7s %14s\n", "tensor",
+                "kind", "shape", "dtype", "bytes");
+  out << line;
+  for (const SizeRow& row : table.rows) {
+    std::snprintf(line, sizeof line, "%-44s %-9s %-16s %-7s %14s\n",
+                  row.name.c_str(), KindName(row.kind), row.terms.c_str(),
+                  DtypeName(row.dtype), GroupedInteger(row.Bytes()).c_str());
+    out << line;
+  }
+  return out.str();
+}
+
+int RunPredictCommand(const PredictArgs& args) {
+  const Prediction prediction = Predict(args.config);
+  if (args.json) {
+    std::cout << ToJson(prediction, args.config).dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << FormatPrediction(prediction, args.config);
+  if (args.table) std::cout << "\n" << FormatSizeTable(prediction.table);
+  return kExitOk;
+}
+
+}  // namespace memprof

@@ -1,0 +1,14 @@
+// `memprof profile`: one rank of a job when torchrun/srun/mpirun variables
+// are set, else the local launcher for --world-size N > 1, else a job of
+// one rank. Each rank writes rank-<r>.json; rank 0 gathers every report
+// through the process group, writes summary.json and prints the table.
+#pragma once
+
+#include "profiler/cli/config_cli.h"
+
+namespace memprof {
+
+// Returns the process exit code; throws InputError / RunFailure.
+int RunProfileCommand(const ProfileArgs& args);
+
+}  // namespace memprof

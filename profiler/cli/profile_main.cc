@@ -1,0 +1,45 @@
+// memprof-profile: `memprof profile` itself, the one executable that links
+// LibTorch. `memprof` hands `profile` to it (so predict, baseline and check
+// start without loading LibTorch), and the launcher starts every local rank
+// as another copy of it. Usage: memprof-profile profile [options].
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "profiler/cli/command_main.h"
+#include "profiler/cli/config_cli.h"
+#include "profiler/capture/cpu_hook.h"
+#include "profiler/base/errors.h"
+#include "profiler/cli/profile_command.h"
+
+namespace {
+
+// `--no-hook` times training without the hook.
+bool WithoutHook(const std::vector<std::string>& words) {
+  for (const std::string& word : words) {
+    if (word == "--no-hook") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> words(argv + 1, argv + argc);
+  // Before anything can make a tensor: every block must be seen.
+  if (!WithoutHook(words)) memprof::InstallCpuHook();
+  return memprof::RunWithExitCodes([&] {
+    if (words.empty() || words[0] != "profile") {
+      throw memprof::InputError(
+          "memprof-profile runs 'profile' only; use memprof for the other "
+          "commands");
+    }
+    memprof::ProfileArgs args = memprof::ParseProfileArgs(
+        std::vector<std::string>(words.begin() + 1, words.end()));
+    if (args.help) {
+      std::cout << args.help_text;
+      return memprof::kExitOk;
+    }
+    return memprof::RunProfileCommand(args);
+  });
+}

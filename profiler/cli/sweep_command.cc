@@ -1,0 +1,239 @@
+#include "profiler/cli/sweep_command.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "profiler/base/atomic_file.h"
+#include "profiler/report/breakdown_json.h"
+#include "profiler/base/category.h"
+#include "profiler/base/errors.h"
+#include "profiler/base/human_bytes.h"
+#include "profiler/predict/prediction.h"
+#include "profiler/cli/profile_process.h"
+#include "profiler/report/report_html.h"
+#include "profiler/report/report_markdown.h"
+#include "profiler/report/report_text.h"
+#include "profiler/report/svg_chart.h"
+
+namespace memprof {
+namespace fs = std::filesystem;
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+std::string Ms(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f ms", 1e3 * seconds);
+  return text;
+}
+
+std::string Percent(double share) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f%%", 100 * share);
+  return text;
+}
+
+ReportTable SweepTable(const Json& sweep) {
+  ReportTable table;
+  table.id = "sweep";
+  table.title = "Per rank, against the number of ranks";
+  table.caption =
+      "Global batch " + std::to_string(sweep["global_batch"].get<int64_t>()) +
+      "; each category's bytes on one rank (its largest live bytes over a "
+      "steady-state step; temporaries at the peak), then the median "
+      "steady-state step and the time in the Reducer's all-reduces.";
+  table.header = {"ranks", "micro-batch"};
+  for (Category c : kAllCategories) table.header.emplace_back(CategoryName(c));
+  for (const char* h : {"peak", "step", "communication", "share"}) {
+    table.header.emplace_back(h);
+  }
+  table.numeric.assign(table.header.size(), true);
+  for (const Json& row : sweep["rows"]) {
+    std::vector<std::string> cells = {
+        std::to_string(row["world_size"].get<int64_t>()),
+        std::to_string(row["micro_batch"].get<int64_t>())};
+    for (Category c : kAllCategories) {
+      cells.push_back(HumanBytes(
+          row["bytes"][std::string(CategoryName(c))].get<int64_t>()));
+    }
+    cells.push_back(HumanBytes(row["peak_bytes"].get<int64_t>()));
+    cells.push_back(Ms(row["step_seconds"].get<double>()));
+    cells.push_back(Ms(row["comm_seconds"].get<double>()));
+    cells.push_back(Percent(row["comm_share"].get<double>()));
+    table.rows.push_back(cells);
+  }
+  table.notes.push_back(
+      "Model state (weights, gradients, optimizer state, DDP buckets) is the "
+      "same on every rank at every N; activations and inputs follow the "
+      "per-rank micro-batch G/N. Communication is the union of the "
+      "Reducer's all-reduces, issue to completion, within each step; it "
+      "overlaps backward's computation.");
+  return table;
+}
+
+std::string SweepTimeSvg(const Json& sweep) {
+  GroupedBarChart chart;
+  chart.id = "sweep-step-time";
+  chart.title = "Median steady-state step: computation and communication";
+  chart.y_title = "time (microseconds)";
+  chart.y_units = Units::kCount;
+  for (const Json& row : sweep["rows"]) {
+    const int64_t n = row["world_size"].get<int64_t>();
+    BarGroup group{
+        "N=" + std::to_string(n), {}, {{"data-world-size", std::to_string(n)}}};
+    const int64_t step_us =
+        static_cast<int64_t>(1e6 * row["step_seconds"].get<double>());
+    const int64_t comm_us =
+        static_cast<int64_t>(1e6 * row["comm_seconds"].get<double>());
+    group.bars.push_back(
+        Bar{step_us - comm_us,
+            "#4e79a7",
+            false,
+            "compute",
+            "computation: " + std::to_string(step_us - comm_us) + " us",
+            {{"data-kind", "compute"},
+             {"data-us", std::to_string(step_us - comm_us)}}});
+    group.bars.push_back(Bar{comm_us,
+                             "#e15759",
+                             false,
+                             "comm",
+                             "all-reduce: " + std::to_string(comm_us) +
+                                 " us (" +
+                                 Percent(row["comm_share"].get<double>()) + ")",
+                             {{"data-kind", "communication"},
+                              {"data-us", std::to_string(comm_us)}}});
+    chart.groups.push_back(std::move(group));
+  }
+  chart.legend = {
+      LegendEntry{"computation", "#4e79a7", false, {{"data-kind", "compute"}}},
+      LegendEntry{"communication (all-reduce)",
+                  "#e15759",
+                  false,
+                  {{"data-kind", "communication"}}}};
+  return RenderGroupedBars(chart);
+}
+
+}  // namespace
+
+Json SweepJson(int64_t global_batch, const std::vector<RunView>& runs) {
+  Json rows = Json::array();
+  for (const RunView& view : runs) {
+    const Json& rank = view.ranks.front();
+    Json bytes = Json::object();
+    for (Category c : kAllCategories) {
+      const std::string name(CategoryName(c));
+      bytes[name] = rank["categories"][name][ComparedFigure(c)];
+    }
+    std::vector<double> step, comm;
+    for (const Json& s : rank["steps"]) {
+      if (!s["steady_state"].get<bool>()) continue;
+      step.push_back(s["seconds"].get<double>());
+      comm.push_back(s.value("comm_seconds", 0.0));
+    }
+    const double step_s = Median(step);
+    const double comm_s = std::min(step_s, Median(comm));
+    rows.push_back(Json{{"world_size", view.world_size},
+                        {"micro_batch", rank["micro_batch"]},
+                        {"bytes", bytes},
+                        {"peak_bytes", rank["peak"]["total_bytes"]},
+                        {"step_seconds", step_s},
+                        {"comm_seconds", comm_s},
+                        {"comm_share", step_s > 0 ? comm_s / step_s : 0.0},
+                        {"run", view.dir}});
+  }
+  return Json{
+      {"schema", kSweepSchema}, {"global_batch", global_batch}, {"rows", rows}};
+}
+
+std::string SweepBytesSvg(const Json& sweep) {
+  GroupedBarChart chart;
+  chart.id = "sweep-bytes";
+  chart.title = "Per-rank bytes by category against the number of ranks";
+  chart.y_title = "bytes per rank";
+  for (const Json& row : sweep["rows"]) {
+    const int64_t n = row["world_size"].get<int64_t>();
+    BarGroup group{"N=" + std::to_string(n) + ", micro-batch " +
+                       std::to_string(row["micro_batch"].get<int64_t>()),
+                   {},
+                   {{"data-world-size", std::to_string(n)}}};
+    for (Category c : kAllCategories) {
+      const std::string name(CategoryName(c));
+      const int64_t bytes = row["bytes"][name].get<int64_t>();
+      group.bars.push_back(Bar{bytes,
+                               std::string(CategoryColor(c)),
+                               false,
+                               "",
+                               name + ": " + HumanBytes(bytes),
+                               {{"data-category", name},
+                                {"data-world-size", std::to_string(n)},
+                                {"data-bytes", std::to_string(bytes)}}});
+    }
+    chart.groups.push_back(std::move(group));
+  }
+  for (Category c : kAllCategories) {
+    chart.legend.push_back(
+        LegendEntry{std::string(CategoryName(c)),
+                    std::string(CategoryColor(c)),
+                    false,
+                    {{"data-category", std::string(CategoryName(c))}}});
+  }
+  return RenderGroupedBars(chart);
+}
+
+int RunSweepCommand(const SweepArgs& args) {
+  CreateOutputDirectory("--out", args.out_dir);
+  std::vector<RunView> runs;
+  for (int64_t n : args.world_sizes) {
+    const std::string dir =
+        (fs::path(args.out_dir) / ("ws-" + std::to_string(n))).string();
+    std::vector<std::string> words = args.profile_words;
+    for (const std::string& word :
+         {std::string("--world-size"), std::to_string(n),
+          std::string("--global-batch"), std::to_string(args.global_batch),
+          std::string("--out"), dir}) {
+      words.push_back(word);
+    }
+    std::cout << "memprof sweep: " << n << " rank" << (n == 1 ? "" : "s")
+              << " at micro-batch " << args.global_batch / n << " -> " << dir
+              << "\n"
+              << std::flush;
+    const int code = RunProfileProcess(words, dir + ".log");
+    if (code != kExitOk) {
+      throw RunFailure("the run at world size " + std::to_string(n) +
+                       " failed (exit " + std::to_string(code) + "); see " +
+                       dir + ".log");
+    }
+    runs.push_back(LoadRunView(dir));
+  }
+  const Json sweep = SweepJson(args.global_batch, runs);
+  const ReportTable table = SweepTable(sweep);
+  ReportText text;
+  text.title = "memprof sweep: " + args.config.model;
+  text.tables = {table};
+  const std::string bytes_svg = SweepBytesSvg(sweep);
+  const fs::path out(args.out_dir);
+  WriteFileAtomically((out / "sweep.json").string(), sweep.dump(2) + "\n");
+  WriteFileAtomically((out / "sweep.md").string(), FormatReportMarkdown(text));
+  WriteFileAtomically(
+      (out / "sweep.svg").string(),
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + bytes_svg);
+  WriteFileAtomically(
+      (out / "sweep.html").string(),
+      HtmlPage(text.title, "<section id=\"sweep-charts\">\n" + bytes_svg +
+                               SweepTimeSvg(sweep) + "</section>\n" +
+                               HtmlTable(table)));
+  std::cout << FormatReportMarkdown(text) << "sweep: " << args.out_dir
+            << "/sweep.json, sweep.md, sweep.svg, sweep.html\n";
+  return kExitOk;
+}
+
+}  // namespace memprof

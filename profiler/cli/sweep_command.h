@@ -1,0 +1,31 @@
+// `memprof sweep --config F --world-sizes 1,2,4 --global-batch G [--out D]`:
+// runs the config at each world size N with micro-batch G/N (one
+// `memprof profile` each, in D/ws-<N>/), then writes D/sweep.json
+// (memprof.sweep/1), D/sweep.md, D/sweep.svg and D/sweep.html: per-rank
+// bytes by category against N (model state flat, activations falling as
+// 1/N) and the steady-state step time split into computation and the
+// Reducer's measured all-reduce time (Note [Communication time]).
+// Exit codes: 0 done, 2 bad input, 3 a run failed.
+#pragma once
+
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "profiler/cli/config_cli.h"
+#include "profiler/report/run_reports.h"
+
+namespace memprof {
+
+inline constexpr const char* kSweepSchema = "memprof.sweep/1";
+
+int RunSweepCommand(const SweepArgs& args);
+
+// One row per run, from its rank reports (torch-free; tested on files).
+nlohmann::ordered_json SweepJson(int64_t global_batch,
+                                 const std::vector<RunView>& runs);
+
+// The chart of per-rank bytes by category against N, as inline SVG.
+std::string SweepBytesSvg(const nlohmann::ordered_json& sweep);
+
+}  // namespace memprof

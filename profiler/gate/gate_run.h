@@ -1,0 +1,40 @@
+// The regression gate on a run: read a run directory's rank reports and a
+// baseline file, compare them, print the table, write --markdown/--json.
+// Shared by `memprof check` and `memprof profile --check`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "profiler/gate/baseline.h"
+#include "profiler/gate/tolerance.h"
+
+namespace memprof {
+
+struct CheckOptions {
+  std::string baseline_path;  // empty: no check
+  ToleranceSettings tolerances;
+  std::string markdown_path;         // "" : none
+  std::string json_path;             // "" : none
+  bool strict = false;               // improvements beyond tolerance fail too
+  bool allow_config_change = false;  // Note [Context policy]
+};
+
+// Reads and parses a baseline; InputError naming the file and the reason.
+Baseline LoadBaseline(const std::string& path);
+
+// rank-0.json .. rank-<world_size - 1>.json of a `profile --out` directory.
+RunFigures LoadRun(const std::string& dir);
+
+// The rank reports' text, as rank 0 gathers them; `dir` names them.
+RunFigures RunFromReportTexts(const std::vector<std::string>& texts,
+                              const std::string& dir);
+
+// Compares `run` with `baseline`, prints the table, writes --markdown and
+// --json, appends the Markdown to $GITHUB_STEP_SUMMARY when it is set, and
+// returns the exit code (0 or 1). Throws InputError on a context mismatch
+// or an unwritable output.
+int GateRun(const Baseline& baseline, const RunFigures& run,
+            const std::string& run_dir, const CheckOptions& options);
+
+}  // namespace memprof

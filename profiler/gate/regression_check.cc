@@ -1,0 +1,367 @@
+#include "profiler/gate/regression_check.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "profiler/base/category.h"
+#include "profiler/base/errors.h"
+
+namespace memprof {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr const char* kAbsent = "(absent)";
+
+// Config keys reported as their own context keys.
+bool SkippedConfigKey(const std::string& key) {
+  return key == "source" || key == "ddp.world_size" || key == "train.dtype";
+}
+
+std::string Text(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// "key" or "section.key" -> value; configs are two levels deep at most
+// (ParseRankReport and ParseBaseline check).
+std::map<std::string, Json> Flatten(const Json& config) {
+  std::map<std::string, Json> leaves;
+  if (!config.is_object()) return leaves;
+  for (const auto& [name, value] : config.items()) {
+    if (value.is_object()) {
+      for (const auto& [key, leaf] : value.items()) {
+        if (!leaf.is_structured()) leaves[name + "." + key] = leaf;
+      }
+    } else if (!value.is_array()) {
+      leaves[name] = value;
+    }
+  }
+  return leaves;
+}
+
+std::string FigureWords(const std::string& figure) {
+  if (figure == "measured_bytes") return "at peak";
+  if (figure == "peak_bytes") return "own peak";
+  return "total";
+}
+
+// "+2.73%", "-0.50%", "n/a" (baseline 0, figure moved).
+std::string Percent(const FigureCheck& f) {
+  if (f.baseline_bytes == 0) return f.delta_bytes == 0 ? "+0.00%" : "n/a";
+  char text[32];
+  std::snprintf(text, sizeof text, "%+.2f%%",
+                100.0 * static_cast<double>(f.delta_bytes) /
+                    static_cast<double>(f.baseline_bytes));
+  return text;
+}
+
+std::string Signed(int64_t value) {
+  return (value > 0 ? "+" : "") + std::to_string(value);
+}
+
+std::string Outcome(const CheckReport& r) {
+  if (r.regressed > 0) return "regressed";
+  if (r.improved > 0) return "improved";
+  return "ok";
+}
+
+std::string Counts(const CheckReport& r) {
+  const size_t within = r.figures.size() - r.regressed - r.improved;
+  return std::to_string(r.regressed) + " regressed, " +
+         std::to_string(r.improved) + " improved, " + std::to_string(within) +
+         " within tolerance";
+}
+
+std::string TolerancesLine(const CheckReport& r) {
+  std::string line;
+  for (const std::string& key : ToleranceKeys()) {
+    const auto it = r.tolerances.find(key);
+    if (it == r.tolerances.end()) continue;
+    line +=
+        (line.empty() ? "" : ", ") + key + " " + FormatTolerance(it->second);
+  }
+  return line;
+}
+
+std::string ChangesLine(const CheckReport& r) {
+  std::string line;
+  for (const ContextDifference& d : r.config_changes) {
+    line +=
+        (line.empty() ? "" : ", ") + d.key + " " + d.baseline + " -> " + d.now;
+  }
+  return line;
+}
+
+std::string Header(const CheckReport& r) {
+  std::string text = r.model + ", " + std::to_string(r.world_size) + " rank" +
+                     (r.world_size == 1 ? "" : "s") + ", " +
+                     std::to_string(r.baseline_parameters) + " parameters";
+  if (r.now_parameters != r.baseline_parameters) {
+    text += " in the baseline, " + std::to_string(r.now_parameters) + " now";
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string_view VerdictName(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kRegressed:
+      return "regressed";
+    case Verdict::kImproved:
+      return "improved";
+    default:
+      return "ok";
+  }
+}
+
+std::vector<ContextDifference> CompareContexts(const RunContext& baseline,
+                                               const RunContext& now) {
+  std::vector<ContextDifference> out;
+  const auto hard = [&](const char* key, const std::string& a,
+                        const std::string& b) {
+    if (a != b) out.push_back({key, a, b, false});
+  };
+  hard("world_size", std::to_string(baseline.world_size),
+       std::to_string(now.world_size));
+  hard("device", Text(baseline.device), Text(now.device));
+  hard("backend", Text(baseline.backend), Text(now.backend));
+  hard("dtype", Text(baseline.dtype), Text(now.dtype));
+  hard("libtorch_version", Text(baseline.libtorch_version),
+       Text(now.libtorch_version));
+
+  const std::map<std::string, Json> a = Flatten(baseline.config);
+  const std::map<std::string, Json> b = Flatten(now.config);
+  std::map<std::string, std::pair<std::string, std::string>> changed;
+  for (const auto& [key, value] : a) {
+    const auto it = b.find(key);
+    if (it == b.end()) {
+      changed[key] = {Text(value), kAbsent};
+    } else if (it->second != value) {
+      changed[key] = {Text(value), Text(it->second)};
+    }
+  }
+  for (const auto& [key, value] : b) {
+    if (a.count(key) == 0) changed[key] = {kAbsent, Text(value)};
+  }
+  for (const auto& [key, values] : changed) {
+    if (SkippedConfigKey(key)) continue;
+    out.push_back({"config." + key, values.first, values.second, true});
+  }
+  return out;
+}
+
+CheckReport CompareWithBaseline(const Baseline& baseline,
+                                const std::string& baseline_origin,
+                                const RunFigures& now,
+                                const std::string& run_origin,
+                                const ToleranceSettings& tolerances,
+                                bool allow_config_change) {
+  const std::vector<ContextDifference> differences =
+      CompareContexts(baseline.run.context, now.context);
+  bool refused = false;
+  bool hard = false;
+  std::string listed;
+  for (const ContextDifference& d : differences) {
+    if (!d.config) hard = true;
+    if (!d.config || !allow_config_change) refused = true;
+    listed += "\n  " + d.key + ": baseline " + d.baseline + ", run " + d.now;
+  }
+  if (refused) {
+    const std::string remedy =
+        hard ? "compare with a baseline made in the same context, or make "
+               "one: memprof baseline --run " +
+                   run_origin + " --out NEW.json"
+             : "if the change is intended, refresh the baseline (memprof "
+               "baseline --run " +
+                   run_origin + " --out " + baseline_origin +
+                   ") or pass --allow-config-change to gate the figures "
+                   "across the change";
+    throw InputError("run " + run_origin + " does not match the context of " +
+                     baseline_origin + ":" + listed + "\n" + remedy);
+  }
+  if (now.ranks.size() != baseline.run.ranks.size()) {
+    throw InputError(run_origin + ": " + std::to_string(now.ranks.size()) +
+                     " ranks, " + baseline_origin + ": " +
+                     std::to_string(baseline.run.ranks.size()));
+  }
+
+  CheckReport report;
+  report.baseline_origin = baseline_origin;
+  report.run_origin = run_origin;
+  const Json& config = baseline.run.context.config;
+  report.model = config.is_object() && config.contains("model") &&
+                         config["model"].is_string()
+                     ? config["model"].get<std::string>()
+                     : "model";
+  report.world_size = baseline.run.context.world_size;
+  report.baseline_parameters = baseline.run.context.parameters;
+  report.now_parameters = now.context.parameters;
+  report.config_changes = differences;
+  report.tolerances = ResolveTolerances(tolerances, baseline.tolerances);
+
+  const auto add = [&](const std::string& key, const char* figure, int rank,
+                       int64_t before, int64_t after) {
+    FigureCheck f;
+    f.key = key;
+    f.figure = figure;
+    f.rank = rank;
+    f.baseline_bytes = before;
+    f.now_bytes = after;
+    f.delta_bytes = after - before;  // both in [0, INT64_MAX]: no overflow
+    f.allowed_bytes = AllowedBytes(report.tolerances.at(key), before);
+    if (f.delta_bytes > f.allowed_bytes) {
+      f.verdict = Verdict::kRegressed;
+      ++report.regressed;
+    } else if (f.delta_bytes < -f.allowed_bytes) {
+      f.verdict = Verdict::kImproved;
+      ++report.improved;
+    }
+    report.figures.push_back(f);
+  };
+  const auto& before = baseline.run.ranks;
+  for (Category c : kAllCategories) {
+    const std::string key(CategoryName(c));
+    const int i = Index(c);
+    for (size_t r = 0; r < before.size(); ++r) {
+      add(key, "measured_bytes", static_cast<int>(r),
+          before[r].measured_bytes[i], now.ranks[r].measured_bytes[i]);
+    }
+    for (size_t r = 0; r < before.size(); ++r) {
+      add(key, "peak_bytes", static_cast<int>(r), before[r].peak_bytes[i],
+          now.ranks[r].peak_bytes[i]);
+    }
+  }
+  for (size_t r = 0; r < before.size(); ++r) {
+    add("peak", "total_bytes", static_cast<int>(r), before[r].peak_total_bytes,
+        now.ranks[r].peak_total_bytes);
+  }
+  return report;
+}
+
+int CheckExitCode(const CheckReport& report, bool strict) {
+  if (report.regressed > 0) return kExitCheckFailed;
+  if (strict && report.improved > 0) return kExitCheckFailed;
+  return kExitOk;
+}
+
+std::string FormatCheckTable(const CheckReport& r) {
+  std::ostringstream out;
+  out << "memprof check: " << r.run_origin << " against " << r.baseline_origin
+      << "\n"
+      << Header(r) << "\n";
+  if (!r.config_changes.empty()) {
+    out << "config changes (allowed by --allow-config-change): "
+        << ChangesLine(r) << "\n";
+  }
+  out << "\n";
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "%-16s %-8s %4s %13s %13s %12s %9s %11s  %s\n", "category",
+                "figure", "rank", "baseline", "now", "delta", "delta %",
+                "allowed", "verdict");
+  out << line;
+  for (const FigureCheck& f : r.figures) {
+    std::snprintf(
+        line, sizeof line, "%-16s %-8s %4d %13lld %13lld %12s %9s %11lld  %s\n",
+        f.key.c_str(), FigureWords(f.figure).c_str(), f.rank,
+        static_cast<long long>(f.baseline_bytes),
+        static_cast<long long>(f.now_bytes), Signed(f.delta_bytes).c_str(),
+        Percent(f).c_str(), static_cast<long long>(f.allowed_bytes),
+        std::string(VerdictName(f.verdict)).c_str());
+    out << line;
+  }
+  out << "\n"
+      << "bytes: 'at peak' is live at the steady-state peak, 'own peak' the "
+         "category's own maximum, 'total' the peak itself\n"
+      << "tolerances: " << TolerancesLine(r) << "\n"
+      << "result: " << Counts(r) << "\n";
+  if (r.regressed > 0) {
+    out << "FAILED: " << r.regressed
+        << " figure(s) grew beyond their tolerance\n";
+  }
+  if (r.improved > 0) {
+    out << "improved beyond tolerance: refresh the baseline with 'memprof "
+           "baseline --run "
+        << r.run_origin << " --out " << r.baseline_origin << "'\n";
+  }
+  return out.str();
+}
+
+std::string FormatCheckMarkdown(const CheckReport& r) {
+  std::ostringstream out;
+  const std::string outcome = Outcome(r);
+  out << "### memprof memory check: "
+      << (outcome == "regressed"  ? "regressed"
+          : outcome == "improved" ? "improved (refresh the baseline)"
+                                  : "passed")
+      << "\n\n"
+      << "`" << r.run_origin << "` against `" << r.baseline_origin
+      << "`: " << Header(r) << ". " << Counts(r) << ".\n\n";
+  if (!r.config_changes.empty()) {
+    out << "Config changes (allowed by `--allow-config-change`): "
+        << ChangesLine(r) << ".\n\n";
+  }
+  out << "| category | figure | rank | baseline (B) | now (B) | delta (B) | "
+         "delta % | allowed (B) | verdict |\n"
+      << "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
+  for (const FigureCheck& f : r.figures) {
+    const std::string verdict(VerdictName(f.verdict));
+    out << "| " << f.key << " | " << FigureWords(f.figure) << " | " << f.rank
+        << " | " << f.baseline_bytes << " | " << f.now_bytes << " | "
+        << Signed(f.delta_bytes) << " | " << Percent(f) << " | "
+        << f.allowed_bytes << " | "
+        << (f.verdict == Verdict::kOk ? verdict : "**" + verdict + "**")
+        << " |\n";
+  }
+  out << "\nTolerances: " << TolerancesLine(r) << ".\n";
+  return out.str();
+}
+
+nlohmann::ordered_json CheckReportToJson(const CheckReport& r) {
+  Json changes = Json::array();
+  for (const ContextDifference& d : r.config_changes) {
+    changes.push_back(
+        Json{{"key", d.key}, {"baseline", d.baseline}, {"now", d.now}});
+  }
+  Json tolerances = Json::object();
+  for (const std::string& key : ToleranceKeys()) {
+    const auto it = r.tolerances.find(key);
+    if (it == r.tolerances.end()) continue;
+    tolerances[key] =
+        Json{{"percent", it->second.percent}, {"bytes", it->second.bytes}};
+  }
+  Json figures = Json::array();
+  for (const FigureCheck& f : r.figures) {
+    Json percent = nullptr;
+    if (f.baseline_bytes > 0) {
+      percent = 100.0 * static_cast<double>(f.delta_bytes) /
+                static_cast<double>(f.baseline_bytes);
+    }
+    figures.push_back(Json{{"key", f.key},
+                           {"figure", f.figure},
+                           {"rank", f.rank},
+                           {"baseline_bytes", f.baseline_bytes},
+                           {"now_bytes", f.now_bytes},
+                           {"delta_bytes", f.delta_bytes},
+                           {"delta_percent", percent},
+                           {"allowed_bytes", f.allowed_bytes},
+                           {"verdict", std::string(VerdictName(f.verdict))}});
+  }
+  return Json{
+      {"schema", kCheckSchema},
+      {"baseline", r.baseline_origin},
+      {"run", r.run_origin},
+      {"result", Outcome(r)},
+      {"regressed", r.regressed},
+      {"improved", r.improved},
+      {"world_size", r.world_size},
+      {"parameters",
+       {{"baseline", r.baseline_parameters}, {"now", r.now_parameters}}},
+      {"config_changes", changes},
+      {"tolerances", tolerances},
+      {"figures", figures}};
+}
+
+}  // namespace memprof

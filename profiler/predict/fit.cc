@@ -1,0 +1,198 @@
+#include "profiler/predict/fit.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "profiler/base/human_bytes.h"
+
+namespace memprof {
+namespace {
+
+constexpr int64_t kLargestMicroBatch = int64_t{1} << 30;
+constexpr int64_t kLargestWorld = int64_t{1} << 20;
+
+RunConfig AtMicroBatch(RunConfig config, int64_t micro_batch) {
+  config.train.micro_batch = micro_batch;
+  config.train.global_batch = 0;
+  return config;
+}
+
+// The largest n in [lo, hi] with fits(n), given fits(lo) and !fits(hi + 1)
+// or hi the cap; fits is monotone (true then false).
+template <typename Fits>
+int64_t LargestThat(int64_t lo, int64_t cap, const Fits& fits) {
+  int64_t hi = lo;
+  while (hi < cap && fits(std::min(cap, 2 * hi))) hi = std::min(cap, 2 * hi);
+  if (hi == cap) return cap;
+  int64_t bad = std::min(cap, 2 * hi);  // !fits(bad)
+  while (bad - hi > 1) {
+    const int64_t mid = hi + (bad - hi) / 2;
+    (fits(mid) ? hi : bad) = mid;
+  }
+  return hi;
+}
+
+std::string Plural(int64_t n, const char* word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+}  // namespace
+
+const char* FitVerdictName(FitVerdict verdict) {
+  switch (verdict) {
+    case FitVerdict::kFits:
+      return "fits";
+    case FitVerdict::kActivationOverflow:
+      return "activation-overflow";
+    case FitVerdict::kModelStateOverflow:
+      return "model-state-overflow";
+  }
+  return "?";
+}
+
+int64_t PredictedPeakAt(const RunConfig& config, int64_t micro_batch) {
+  return Predict(AtMicroBatch(config, micro_batch)).Peak().Total();
+}
+
+FitAnswer Fit(const RunConfig& config, int64_t budget_bytes) {
+  FitAnswer a;
+  a.budget_bytes = budget_bytes;
+  a.world_size = config.ddp.world_size;
+  a.micro_batch = MicroBatch(config);
+  const Prediction requested = Predict(config);
+  a.peak_bytes = requested.Peak().Total();
+  a.model_state_bytes = ModelStateBytes(requested.bytes);
+  a.zero = requested.zero;
+  const Prediction one = Predict(AtMicroBatch(config, 1));
+  a.peak1_bytes = one.Peak().Total();
+  auto fits = [&](int64_t b) {
+    return PredictedPeakAt(config, b) <= budget_bytes;
+  };
+  if (a.peak1_bytes <= budget_bytes) {
+    a.largest_micro_batch = LargestThat(1, kLargestMicroBatch, fits);
+    a.largest_peak_bytes = PredictedPeakAt(config, a.largest_micro_batch);
+  }
+  a.verdict = a.peak_bytes <= budget_bytes ? FitVerdict::kFits
+              : a.largest_micro_batch > 0  ? FitVerdict::kActivationOverflow
+                                           : FitVerdict::kModelStateOverflow;
+
+  // ZeRO: its model state plus what micro-batch 1 adds at its peak.
+  const int64_t beyond_state =
+      a.peak1_bytes - ModelStateBytes(one.Peak().bytes);
+  const int64_t stages[] = {0, a.zero.stage1_bytes, a.zero.stage2_bytes,
+                            a.zero.stage3_bytes};
+  for (int k = 3; k >= 1; --k) {
+    a.zero_peak_bytes[k] = stages[k] + beyond_state;
+    if (a.zero_peak_bytes[k] <= budget_bytes) a.zero_stage = k;
+  }
+  auto zero3_fits = [&](int64_t n) {
+    RunConfig at = AtMicroBatch(config, 1);
+    at.ddp.world_size = n;
+    return Predict(at).zero.stage3_bytes + beyond_state <= budget_bytes;
+  };
+  if (zero3_fits(kLargestWorld)) {
+    // The fewest ranks: the first n where it fits (monotone in n).
+    int64_t lo = 1, hi = kLargestWorld;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (zero3_fits(mid)) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    a.zero3_ranks = lo;
+  }
+  return a;
+}
+
+std::string FitVerdictSentence(const FitAnswer& a) {
+  std::ostringstream out;
+  out << FitVerdictName(a.verdict) << ": ";
+  const std::string budget = HumanBytes(a.budget_bytes);
+  switch (a.verdict) {
+    case FitVerdict::kFits:
+      out << "micro-batch " << a.micro_batch << " peaks at "
+          << HumanBytes(a.peak_bytes) << " per rank, within " << budget
+          << "; the largest micro-batch per rank that fits is "
+          << a.largest_micro_batch << " (" << HumanBytes(a.largest_peak_bytes)
+          << ")";
+      break;
+    case FitVerdict::kActivationOverflow:
+      out << "the model state, " << HumanBytes(a.model_state_bytes)
+          << " per rank, fits " << budget << ", but micro-batch "
+          << a.micro_batch << " peaks at " << HumanBytes(a.peak_bytes)
+          << "; the largest micro-batch per rank that fits is "
+          << a.largest_micro_batch << " (" << HumanBytes(a.largest_peak_bytes)
+          << "): data parallelism at that micro-batch keeps the global batch "
+             "with "
+          << (a.micro_batch * a.world_size + a.largest_micro_batch - 1) /
+                 a.largest_micro_batch
+          << " ranks";
+      break;
+    case FitVerdict::kModelStateOverflow:
+      out << "even micro-batch 1 peaks at " << HumanBytes(a.peak1_bytes)
+          << " per rank, over " << budget
+          << ": weights + gradients + "
+             "optimizer state + DDP buckets are "
+          << HumanBytes(a.model_state_bytes) << " on every rank"
+          << (a.model_state_bytes > a.budget_bytes
+                  ? ", alone over the budget"
+                  : ", and with what micro-batch 1 adds (activations, "
+                    "inputs, the optimizer's workspace: " +
+                        HumanBytes(a.peak1_bytes - a.model_state_bytes) +
+                        ") over it")
+          << ", whatever the number of data-parallel ranks; ";
+      if (a.zero_stage > 0) {
+        out << "ZeRO-" << a.zero_stage << " at " << Plural(a.world_size, "rank")
+            << " would fit (" << HumanBytes(a.zero_peak_bytes[a.zero_stage])
+            << " per rank)";
+      } else if (a.zero3_ranks > 0) {
+        out << "no ZeRO stage fits at " << Plural(a.world_size, "rank")
+            << " (ZeRO-3: " << HumanBytes(a.zero_peak_bytes[3])
+            << " per rank); ZeRO-3 would fit at " << a.zero3_ranks << " ranks";
+      } else {
+        out << "not even ZeRO-3 fits at any number of ranks: what micro-"
+               "batch 1 needs beyond the model state exceeds the budget";
+      }
+      break;
+  }
+  return out.str();
+}
+
+std::string FormatFit(const FitAnswer& a, const RunConfig& config) {
+  std::ostringstream out;
+  out << "memprof fit: " << config.model << " ("
+      << (config.source.empty() ? "flags" : config.source) << "), budget "
+      << HumanBytes(a.budget_bytes) << " (" << a.budget_bytes
+      << " B) per rank, " << Plural(a.world_size, "rank") << ", micro-batch "
+      << a.micro_batch << " per rank\n"
+      << "model state per rank (weights + gradients + optimizer state + DDP "
+         "buckets): "
+      << HumanBytes(a.model_state_bytes)
+      << ", the same at any number of data-parallel ranks\n"
+      << "predicted peak per rank: " << HumanBytes(a.peak_bytes)
+      << " at micro-batch " << a.micro_batch << ", "
+      << HumanBytes(a.peak1_bytes) << " at micro-batch 1\n"
+      << "largest micro-batch per rank that fits: ";
+  if (a.largest_micro_batch > 0) {
+    out << a.largest_micro_batch << " (" << HumanBytes(a.largest_peak_bytes)
+        << ")\n";
+  } else {
+    out << "none\n";
+  }
+  out << "ZeRO at " << Plural(a.world_size, "rank")
+      << ", peak per rank at micro-batch 1: ZeRO-1 "
+      << HumanBytes(a.zero_peak_bytes[1]) << ", ZeRO-2 "
+      << HumanBytes(a.zero_peak_bytes[2]) << ", ZeRO-3 "
+      << HumanBytes(a.zero_peak_bytes[3]) << " (model state: plain "
+      << HumanBytes(a.zero.plain_bytes) << ", ZeRO-1 "
+      << HumanBytes(a.zero.stage1_bytes) << ", ZeRO-2 "
+      << HumanBytes(a.zero.stage2_bytes) << ", ZeRO-3 "
+      << HumanBytes(a.zero.stage3_bytes) << "; plain replication holds "
+      << HumanBytes(a.zero.duplicated_bytes) << " in duplicate)\n"
+      << "verdict: " << FitVerdictSentence(a) << "\n";
+  return out.str();
+}
+
+}  // namespace memprof

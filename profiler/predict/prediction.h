@@ -1,0 +1,70 @@
+// The analytic prediction of one rank's memory: a sum over the model's size
+// table (models/size_table.h) times the training multipliers. No tensor is
+// built. See README "Prediction".
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "models/size_table.h"
+#include "profiler/base/category.h"
+#include "profiler/base/run_config.h"
+
+namespace memprof {
+
+// One candidate moment for the steady-state peak, with what is live then.
+struct PredictedMoment {
+  Phase phase = Phase::kIdle;
+  std::string what;  // "backward, first node: ..."
+  Breakdown bytes{};
+  int64_t Total() const { return Sum(bytes); }
+};
+
+// Per-rank model state (weights + gradients + optimizer state, without
+// communication buckets) at the run's world size N, under plain data
+// parallelism and ZeRO stages 1-3 (Rajbhandari et al. 2019): stage 1
+// partitions the optimizer state, stage 2 also the gradients, stage 3 also
+// the weights, each into N shards (rounded up).
+struct ZeroPricing {
+  int64_t plain_bytes = 0;
+  int64_t stage1_bytes = 0;
+  int64_t stage2_bytes = 0;
+  int64_t stage3_bytes = 0;
+  // What the group holds in duplicate under plain data parallelism:
+  // (N - 1) copies of the model state.
+  int64_t duplicated_bytes = 0;
+};
+
+struct Prediction {
+  int64_t parameters = 0;    // P, parameter elements
+  int64_t buffer_bytes = 0;  // module buffers, a sub-figure of weights
+  int64_t micro_batch = 0;
+  int64_t world_size = 1;
+  // Per category, the figure ComparedFigure() names: its own largest live
+  // bytes over a steady-state step (peak_bytes), except temporaries: the
+  // workspace live at the predicted peak (measured_bytes, at the peak).
+  Breakdown bytes{};
+  // Model state (weights, gradients, optimizer state, DDP buckets) per
+  // parameter, in bytes.
+  double model_state_bytes_per_parameter = 0;
+  // The steady-state peak: the larger of the two moments.
+  PredictedMoment early_backward;  // every saved tensor, the workspace rows
+  PredictedMoment optimizer_step;  // the optimizer's workspace
+  const PredictedMoment& Peak() const {
+    return optimizer_step.Total() > early_backward.Total() ? optimizer_step
+                                                           : early_backward;
+  }
+  ZeroPricing zero;
+  SizeTable table;
+};
+
+// The prediction for one rank of `config` (micro-batch from MicroBatch()).
+// Expects a validated config.
+Prediction Predict(const RunConfig& config);
+
+// The rank-report figure a category's prediction is compared with:
+// "peak_bytes", or "measured_bytes" for temporaries (whose own maximum can
+// fall anywhere in the step; what matters is what they add to the peak).
+const char* ComparedFigure(Category category);
+
+}  // namespace memprof

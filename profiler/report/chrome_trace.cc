@@ -1,0 +1,140 @@
+#include "profiler/report/chrome_trace.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "profiler/base/category.h"
+
+namespace memprof {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr int kLoopThread = 0;  // tid of the phase and step spans
+
+Json Metadata(const char* name, int pid, const Json& args, int tid = 0) {
+  return Json{
+      {"name", name}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", args}};
+}
+
+Json Span(const std::string& name, const char* category, int pid, double ts,
+          double dur, const Json& args) {
+  return Json{{"name", name}, {"cat", category},    {"ph", "X"},
+              {"pid", pid},   {"tid", kLoopThread}, {"ts", ts},
+              {"dur", dur},   {"args", args}};
+}
+
+// One counter event per category (one track each), plus the total.
+void Counters(Json& events, int pid, double ts, const Json& breakdown) {
+  int64_t total = 0;
+  for (Category c : kAllCategories) {
+    const std::string name(CategoryName(c));
+    const int64_t bytes = breakdown[name].get<int64_t>();
+    total += bytes;
+    events.push_back(Json{{"name", name},
+                          {"cat", "memory"},
+                          {"ph", "C"},
+                          {"pid", pid},
+                          {"ts", ts},
+                          {"args", {{"bytes", bytes}}}});
+  }
+  events.push_back(Json{{"name", "total"},
+                        {"cat", "memory"},
+                        {"ph", "C"},
+                        {"pid", pid},
+                        {"ts", ts},
+                        {"args", {{"bytes", total}}}});
+}
+
+// Where the segment's peak event falls in time: its seq placed linearly
+// between the segment's first and last event (the hook records an order,
+// not a time, per event; the marks have times).
+double PeakTime(const Json& segment, double begin, double end) {
+  const double first = segment["begin_seq"].get<double>();
+  const double last = segment["end_seq"].get<double>();
+  const double at = segment["peak_seq"].get<double>();
+  if (last <= first) return begin;
+  return begin +
+         (end - begin) * std::clamp((at - first) / (last - first), 0.0, 1.0);
+}
+
+void RankEvents(Json& events, const Json& rank, int64_t offset_us) {
+  const Json& context = rank["context"];
+  const int pid = context["rank"].get<int>();
+  events.push_back(Metadata(
+      "process_name", pid,
+      {{"name", "rank " + std::to_string(pid) + " (" +
+                    context["hostname"].get<std::string>() + ", pid " +
+                    std::to_string(context["pid"].get<int64_t>()) + ")"}}));
+  events.push_back(Metadata("process_sort_index", pid, {{"sort_index", pid}}));
+  events.push_back(
+      Metadata("thread_name", pid, {{"name", "training loop"}}, kLoopThread));
+
+  const Json& timeline = rank["timeline"];
+  auto at = [&](const Json& segment, const char* key) {
+    return static_cast<double>(offset_us + segment[key].get<int64_t>());
+  };
+  // Steps first, so that each step's span encloses its phases.
+  for (size_t i = 0; i < timeline.size();) {
+    const int step = timeline[i]["step"].get<int>();
+    size_t j = i;
+    while (j + 1 < timeline.size() && timeline[j + 1]["step"] == step) ++j;
+    if (step > 0) {
+      const double begin = at(timeline[i], "begin_us");
+      events.push_back(Span("step " + std::to_string(step), "step", pid, begin,
+                            at(timeline[j], "end_us") - begin,
+                            {{"step", step}}));
+    }
+    i = j + 1;
+  }
+  for (const Json& segment : timeline) {
+    const double begin = at(segment, "begin_us");
+    const double end = at(segment, "end_us");
+    events.push_back(Span(segment["phase"].get<std::string>(), "phase", pid,
+                          begin, end - begin,
+                          {{"step", segment["step"]},
+                           {"begin_seq", segment["begin_seq"]},
+                           {"end_seq", segment["end_seq"]},
+                           {"peak_bytes", segment["peak_bytes"]}}));
+  }
+  for (size_t i = 0; i < timeline.size(); ++i) {
+    const Json& segment = timeline[i];
+    const double begin = at(segment, "begin_us");
+    const double end = at(segment, "end_us");
+    Counters(events, pid, begin, segment["begin_bytes"]);
+    if (segment["peak_seq"].get<int64_t>() >= 0) {
+      Counters(events, pid, PeakTime(segment, begin, end),
+               segment["peak_breakdown"]);
+    }
+    if (i + 1 == timeline.size())
+      Counters(events, pid, end, segment["end_bytes"]);
+  }
+}
+
+}  // namespace
+
+Json ChromeTraceJson(const RunView& view) {
+  int64_t first_start = std::numeric_limits<int64_t>::max();
+  for (const Json& rank : view.ranks) {
+    first_start = std::min(
+        first_start, rank["context"]["session_start_unix_us"].get<int64_t>());
+  }
+  Json events = Json::array();
+  for (const Json& rank : view.ranks) {
+    RankEvents(
+        events, rank,
+        rank["context"]["session_start_unix_us"].get<int64_t>() - first_start);
+  }
+  return Json{
+      {"traceEvents", events},
+      {"displayTimeUnit", "ms"},
+      {"otherData",
+       {{"producer", "memprof"},
+        {"ranks", view.world_size},
+        {"complete", view.complete()},
+        {"session_start_unix_us", view.ranks.empty() ? 0 : first_start}}}};
+}
+
+}  // namespace memprof

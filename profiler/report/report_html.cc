@@ -1,0 +1,325 @@
+#include "profiler/report/report_html.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "profiler/base/category.h"
+#include "profiler/base/human_bytes.h"
+#include "profiler/predict/prediction.h"
+#include "profiler/report/svg_chart.h"
+
+namespace memprof {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr const char* kStyle = R"(
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif;
+  color: #1d1d1d; background: #ffffff; margin: 0; }
+main { max-width: 960px; margin: 0 auto; padding: 16px 24px 48px; }
+h1 { font-size: 1.5em; margin: 0.6em 0 0.4em; }
+h2 { font-size: 1.2em; margin: 1.6em 0 0.4em; border-bottom: 1px solid #ddd; }
+h3 { font-size: 1em; margin: 1.2em 0 0.3em; }
+dl.context { display: grid; grid-template-columns: max-content 1fr;
+  gap: 2px 16px; margin: 0.5em 0 1em; }
+dl.context dt { color: #555; }
+dl.context dd { margin: 0; }
+.warning { border: 1px solid #d9a400; background: #fff6d6; padding: 8px 14px;
+  margin: 1em 0; border-radius: 4px; }
+.warning p { margin: 0.2em 0; }
+svg.chart { display: block; margin: 0.5em 0; background: #ffffff;
+  max-width: 100%; height: auto; }
+svg.chart .chart-title { font-size: 14px; font-weight: bold; }
+svg.chart .axis-title { font-size: 12px; fill: #333; }
+svg.chart .tick-label, svg.chart .bar-sublabel { fill: #444; font-size: 11px; }
+svg.chart .band-label { fill: #555; font-size: 11px; }
+.explain { color: #444; font-size: 0.92em; }
+section.report-table { overflow-x: auto; }
+table { border-collapse: collapse; margin: 0.4em 0; font-size: 0.92em; }
+caption { caption-side: top; text-align: left; color: #555; padding: 2px 0 6px; }
+th, td { padding: 3px 10px; border-bottom: 1px solid #e4e4e4; text-align: left; }
+th { background: #f4f4f4; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+p.note { color: #444; font-size: 0.92em; margin: 0.3em 0; }
+)";
+
+// Measures every chart after layout and records it in the DOM.
+constexpr const char* kScript = R"(
+(function () {
+  var charts = document.querySelectorAll("svg.chart");
+  var rendered = 0;
+  for (var i = 0; i < charts.length; ++i) {
+    var box = charts[i].getBoundingClientRect();
+    var data = charts[i].querySelectorAll(".area, .bar");
+    var visible = 0;
+    for (var j = 0; j < data.length; ++j) {
+      if (data[j].getBoundingClientRect().width > 0) ++visible;
+    }
+    charts[i].setAttribute("data-rendered-width", Math.round(box.width));
+    charts[i].setAttribute("data-rendered-height", Math.round(box.height));
+    charts[i].setAttribute("data-rendered-elements", visible);
+    if (box.width > 0 && box.height > 0 && visible > 0) ++rendered;
+  }
+  document.body.setAttribute("data-charts-total", charts.length);
+  document.body.setAttribute("data-charts-rendered", rendered);
+})();
+)";
+
+std::string Esc(const std::string& text) { return EscapeXml(text); }
+
+// object[key], or null when object is not an object or has no such key.
+const Json& Field(const Json& object, const std::string& key) {
+  static const Json kNull;
+  if (!object.is_object()) return kNull;
+  const auto it = object.find(key);
+  return it != object.end() ? *it : kNull;
+}
+
+std::string StringAt(const Json& object, const char* key) {
+  const Json& value = Field(object, key);
+  return value.is_string() ? value.get<std::string>() : "";
+}
+
+int64_t IntAt(const Json& object, const char* key) {
+  const Json& value = Field(object, key);
+  return value.is_number_integer() ? value.get<int64_t>() : 0;
+}
+
+std::string Head(const std::string& title) {
+  return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
+         "<meta charset=\"utf-8\">\n"
+         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
+         "'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+         "img-src data:\">\n"
+         "<meta name=\"viewport\" content=\"width=device-width, "
+         "initial-scale=1\">\n<title>" +
+         Esc(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n";
+}
+
+std::string Context(const ReportText& text) {
+  std::string out = "<h1>" + Esc(text.title) + "</h1>\n";
+  if (!text.context.empty()) {
+    out += "<dl class=\"context\">\n";
+    for (const auto& [name, value] : text.context) {
+      out += "<dt>" + Esc(name) + "</dt><dd>" + Esc(value) + "</dd>\n";
+    }
+    out += "</dl>\n";
+  }
+  const auto warning = [&](const char* id,
+                           const std::vector<std::string>& lines) {
+    if (lines.empty()) return;
+    out += "<div class=\"warning\" id=\"" + std::string(id) +
+           "\" role=\"alert\">\n";
+    for (const std::string& line : lines) out += "<p>" + Esc(line) + "</p>\n";
+    out += "</div>\n";
+  };
+  warning("incomplete", text.incomplete);
+  warning("out-of-memory", text.out_of_memory);
+  return out;
+}
+
+std::vector<Band> PhaseBands(const Json& rank, int64_t step) {
+  std::vector<Band> bands;
+  const Json& timeline = Field(rank, "timeline");
+  if (!timeline.is_array()) return bands;
+  for (const Json& segment : timeline) {
+    if (IntAt(segment, "step") != step) continue;
+    const std::string phase = StringAt(segment, "phase");
+    const std::optional<Phase> known = PhaseFromName(phase);
+    const int64_t begin = IntAt(segment, "begin_seq");
+    const int64_t end = IntAt(segment, "end_seq");
+    bands.push_back(Band{static_cast<double>(begin),
+                         static_cast<double>(end),
+                         phase,
+                         std::string(PhaseTint(known.value_or(Phase::kIdle))),
+                         {{"data-phase", phase},
+                          {"data-begin-seq", std::to_string(begin)},
+                          {"data-end-seq", std::to_string(end)}}});
+  }
+  return bands;
+}
+
+std::vector<StackedLayer> SeriesLayers(const Json& series) {
+  std::vector<StackedLayer> layers;
+  const Json& bytes = Field(series, "bytes");
+  for (Category c : kAllCategories) {
+    const std::string name(CategoryName(c));
+    StackedLayer layer{name, std::string(CategoryColor(c)), {}, {}};
+    int64_t largest = 0;
+    const Json& values = Field(bytes, name);
+    if (!values.is_array()) continue;
+    for (const Json& v : values) {
+      layer.values.push_back(v.is_number_integer() ? v.get<int64_t>() : 0);
+      largest = std::max(largest, layer.values.back());
+    }
+    layer.data = {{"data-category", name},
+                  {"data-max-bytes", std::to_string(largest)}};
+    layers.push_back(std::move(layer));
+  }
+  return layers;
+}
+
+// One rank's live bytes by category over its series' steady-state step.
+std::string RankChart(const Json& rank) {
+  const Json& context = Field(rank, "context");
+  const int64_t r = IntAt(context, "rank");
+  const std::string host = StringAt(context, "hostname");
+  const Json& series = Field(rank, "series");
+  const int64_t step = IntAt(series, "step");
+  std::string out = "<h3>Rank " + std::to_string(r) +
+                    (host.empty() ? "" : " (" + Esc(host) + ")") + "</h3>\n";
+  const Json& seq = Field(series, "seq");
+  if (step == 0 || !seq.is_array() || seq.empty()) {
+    return out +
+           "<p class=\"explain\">No steady-state step was recorded for "
+           "this rank.</p>\n";
+  }
+  StackedAreaChart chart;
+  chart.id = "live-bytes-rank-" + std::to_string(r);
+  chart.title = "Rank " + std::to_string(r) +
+                ": live bytes by category, step " + std::to_string(step);
+  chart.x_title = "allocation sequence (events)";
+  chart.y_title = "live bytes";
+  for (const Json& v : seq) {
+    chart.x.push_back(v.is_number_integer() ? v.get<int64_t>() : 0);
+  }
+  chart.layers = SeriesLayers(series);
+  chart.bands = PhaseBands(rank, step);
+  const Json& peak = Field(rank, "peak");
+  if (IntAt(peak, "step") == step) {
+    const int64_t total = IntAt(peak, "total_bytes");
+    chart.markers.push_back(
+        Marker{static_cast<double>(IntAt(peak, "seq")),
+               "peak " + HumanBytes(total),
+               {{"data-seq", std::to_string(IntAt(peak, "seq"))},
+                {"data-bytes", std::to_string(total)}}});
+  }
+  return out + RenderStackedArea(chart);
+}
+
+std::string TimelineSection(const RunView& view) {
+  std::string out =
+      "<section id=\"timeline\">\n<h2>Live memory over one steady-state "
+      "step</h2>\n<p class=\"explain\">Live bytes by category right after "
+      "each allocation event of the step, stacked; the bands are the phases "
+      "of the step, the dashed line the rank's peak.</p>\n";
+  for (const Json& rank : view.ranks) out += RankChart(rank);
+  return out + "</section>\n";
+}
+
+Bar CategoryBar(const Json& rank, Category c, bool predicted) {
+  const std::string name(CategoryName(c));
+  const int64_t r = IntAt(Field(rank, "context"), "rank");
+  const Json& entry = Field(Field(rank, "categories"), name);
+  const char* figure = predicted ? "predicted_bytes" : ComparedFigure(c);
+  const int64_t bytes = IntAt(entry, figure);
+  const std::string kind = predicted ? "predicted" : "measured";
+  return Bar{bytes,
+             std::string(CategoryColor(c)),
+             predicted,
+             "r" + std::to_string(r),
+             name + ", rank " + std::to_string(r) + ", " + kind + " (" +
+                 figure + "): " + HumanBytes(bytes),
+             {{"data-category", name},
+              {"data-rank", std::to_string(r)},
+              {"data-kind", kind},
+              {"data-bytes", std::to_string(bytes)}}};
+}
+
+std::string PredictionSection(const RunView& view) {
+  GroupedBarChart chart;
+  chart.id = "predicted-vs-measured";
+  chart.title = "Predicted vs measured, by category and rank";
+  chart.y_title = "bytes";
+  for (Category c : kAllCategories) {
+    BarGroup group{std::string(CategoryName(c)), {}, {}};
+    group.data = {{"data-category", group.label}};
+    for (const Json& rank : view.ranks) {
+      group.bars.push_back(CategoryBar(rank, c, true));
+      group.bars.push_back(CategoryBar(rank, c, false));
+    }
+    chart.groups.push_back(std::move(group));
+  }
+  chart.legend = {
+      LegendEntry{"predicted", "#777777", true, {{"data-kind", "predicted"}}},
+      LegendEntry{"measured", "#777777", false, {{"data-kind", "measured"}}}};
+  return "<section id=\"prediction\">\n<h2>Predicted vs measured</h2>\n"
+         "<p class=\"explain\">Per category and rank (r0, r1, ...): the "
+         "prediction (light) next to what was measured (solid): the "
+         "category's largest live bytes over a steady-state step, and for "
+         "temporaries the workspace live at the peak.</p>\n" +
+         RenderGroupedBars(chart) + "</section>\n";
+}
+
+std::string Cell(const char* tag, const std::string& text, bool numeric) {
+  return std::string("<") + tag + (numeric ? " class=\"num\"" : "") + ">" +
+         Esc(text) + "</" + tag + ">";
+}
+
+bool Numeric(const ReportTable& table, size_t column) {
+  return column < table.numeric.size() && table.numeric[column];
+}
+
+}  // namespace
+
+std::string HtmlTable(const ReportTable& table) {
+  std::string out = "<section class=\"report-table\" id=\"" + Esc(table.id) +
+                    "\">\n<h2>" + Esc(table.title) + "</h2>\n<table>\n";
+  if (!table.caption.empty()) {
+    out += "<caption>" + Esc(table.caption) + "</caption>\n";
+  }
+  out += "<thead><tr>";
+  for (size_t i = 0; i < table.header.size(); ++i) {
+    out += Cell("th", table.header[i], Numeric(table, i));
+  }
+  out += "</tr></thead>\n<tbody>\n";
+  for (const std::vector<std::string>& row : table.rows) {
+    out += "<tr>";
+    for (size_t i = 0; i < row.size(); ++i) {
+      out += Cell("td", row[i], Numeric(table, i));
+    }
+    out += "</tr>\n";
+  }
+  out += "</tbody>\n</table>\n";
+  for (const std::string& note : table.notes) {
+    out += "<p class=\"note\">" + Esc(note) + "</p>\n";
+  }
+  return out + "</section>\n";
+}
+
+namespace {
+
+std::string Redundancy(const ReportText& text) {
+  if (text.redundancy.empty()) return "";
+  std::string out =
+      "<section id=\"redundancy\">\n<h2>Redundancy across ranks</h2>\n<ul>\n";
+  for (const std::string& sentence : text.redundancy) {
+    out += "<li>" + Esc(sentence) + "</li>\n";
+  }
+  return out + "</ul>\n</section>\n";
+}
+
+}  // namespace
+
+std::string FormatReportHtml(const RunView& view, const ReportText& text) {
+  std::string out = Head(text.title) + "<body>\n<main>\n" + Context(text);
+  if (!view.ranks.empty()) {
+    out += TimelineSection(view);
+    out += PredictionSection(view);
+  }
+  for (const ReportTable& table : text.tables) out += HtmlTable(table);
+  out += Redundancy(text);
+  out += "</main>\n<script>";
+  out += kScript;
+  return out + "</script>\n</body>\n</html>\n";
+}
+
+std::string HtmlPage(const std::string& title, const std::string& body) {
+  return Head(title) + "<body>\n<main>\n<h1>" + Esc(title) + "</h1>\n" + body +
+         "</main>\n<script>" + kScript + "</script>\n</body>\n</html>\n";
+}
+
+}  // namespace memprof

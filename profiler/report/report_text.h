@@ -1,0 +1,39 @@
+// What report.md and report.html both say, as plain data: the context, the
+// tables in reading order and the redundancy audit in words. The markdown
+// and HTML writers only format it.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "profiler/report/run_reports.h"
+
+namespace memprof {
+
+struct ReportTable {
+  std::string id;       // stable, for anchors and tests: "categories"
+  std::string title;    // a heading: "Memory by category"
+  std::string caption;  // what the figures are; may be empty
+  std::vector<std::string> header;
+  std::vector<bool> numeric;  // per column: right-aligned
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> notes;  // sentences after the table
+};
+
+struct ReportText {
+  std::string title;  // "memprof: gpt, 118,528 parameters, 2 ranks"
+  std::vector<std::pair<std::string, std::string>> context;  // name, value
+  // One sentence per unusable rank report; empty when the run is complete.
+  std::vector<std::string> incomplete;
+  // One sentence per rank that ran out of memory under --memory-limit (its
+  // report's message and verdict); the "out-of-memory" table then leads
+  // the tables, with the live bytes by category at each refusal.
+  std::vector<std::string> out_of_memory;
+  std::vector<ReportTable> tables;      // categories, peak, steps
+  std::vector<std::string> redundancy;  // one sentence per audited category
+};
+
+ReportText BuildReportText(const RunView& view);
+
+}  // namespace memprof

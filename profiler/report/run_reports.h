@@ -1,0 +1,56 @@
+// The reports a person reads (report.md, report.html, trace.json), rendered
+// from the rank reports' JSON alone: by rank 0 at the end of a profile, or
+// by `memprof report --run DIR` from files copied off another machine.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace memprof {
+
+// A rank whose report could not be used: the file is missing or malformed.
+struct RankFileProblem {
+  int rank = 0;
+  std::string path;
+  std::string reason;  // "missing", "not JSON: ...", "schema: ..."
+};
+
+// The ranks of one run that could be read, and the ones that could not.
+struct RunView {
+  std::string dir;
+  int world_size = 0;
+  std::vector<nlohmann::ordered_json> ranks;  // readable (memprof.rank/1)
+  std::vector<RankFileProblem> problems;      // by rank; empty: complete
+  nlohmann::ordered_json summary;             // BuildSummary(ranks)
+  bool complete() const { return problems.empty(); }
+};
+
+// Every field of a rank report the renderers read, with its type; throws
+// InputError naming the first missing or mistyped one ("peak.step: ...").
+void ValidateRankReport(const nlohmann::ordered_json& rank);
+
+// The reports of a finished run, in rank order (all of them valid).
+RunView RunViewOf(const std::string& dir,
+                  std::vector<nlohmann::ordered_json> ranks);
+
+// Throws InputError naming `dir` (as the --run flag) unless it is a
+// directory.
+void RequireRunDirectory(const std::string& dir);
+
+// Reads dir/rank-<r>.json for r < world size (the largest a readable report
+// names). Throws InputError (naming every file and why) when none is usable.
+RunView LoadRunView(const std::string& dir);
+
+// Writes report.md, report.html and trace.json into view.dir, each
+// atomically. Throws std::runtime_error naming a file it cannot write.
+void WriteRunReports(const RunView& view);
+
+// Writes the three reports of `view` and names them on `out`; names each
+// unreadable rank report on `err`. Returns 0, or 2 when the run is
+// incomplete.
+int RenderRunReports(const RunView& view, std::ostream& out, std::ostream& err);
+
+}  // namespace memprof

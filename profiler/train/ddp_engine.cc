@@ -1,0 +1,177 @@
+#include "profiler/train/ddp_engine.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/distributed/c10d/comm.hpp>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
+
+#include "profiler/train/timed_process_group.h"
+
+namespace memprof {
+namespace {
+
+// As torch.distributed: the first bucket is small so the all-reduce starts
+// early in backward; the rest hold up to bucket_cap_mb.
+constexpr int64_t kFirstBucketBytes = 1024 * 1024;
+// Parameters are broadcast from rank 0 in chunks of this many bytes.
+constexpr int64_t kBroadcastBucketBytes = 250 * 1024 * 1024;
+// The rendezvous waits at most this long (or timeout_s when shorter).
+constexpr int64_t kRendezvousTimeoutS = 60;
+
+}  // namespace
+
+struct ProcessGroup::Impl {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  int rank = 0;
+  int size = 1;
+};
+
+ProcessGroup::ProcessGroup(const RankTopology& topology, int64_t timeout_s)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->rank = topology.rank;
+  impl_->size = topology.world_size;
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<uint16_t>(topology.master_port);
+  options.isServer = topology.rank == 0;
+  options.numWorkers = topology.world_size;
+  options.waitWorkers = true;
+  options.timeout =
+      std::chrono::seconds(std::min(timeout_s, kRendezvousTimeoutS));
+  try {
+    impl_->store =
+        c10::make_intrusive<c10d::TCPStore>(topology.master_addr, options);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    if (topology.rank == 0 &&
+        what.find("Address already in use") != std::string::npos) {
+      throw PortBusy("port " + std::to_string(topology.master_port) +
+                     " is in use");
+    }
+    throw std::runtime_error(
+        "rendezvous at " + topology.master_addr + ":" +
+        std::to_string(topology.master_port) + " failed within " +
+        std::to_string(std::min(timeout_s, kRendezvousTimeoutS)) +
+        " s: " + what.substr(0, what.find('\n')));
+  }
+  auto gloo =
+      c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(timeout_s));
+  // Local jobs talk over loopback; across machines, Gloo's default device
+  // (this host's name, or GLOO_SOCKET_IFNAME) must be reachable by peers.
+  const bool local = topology.master_addr == "127.0.0.1" ||
+                     topology.master_addr == "localhost";
+  gloo->devices.push_back(
+      local ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+            : c10d::ProcessGroupGloo::createDefaultDevice());
+  impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(
+      impl_->store, topology.rank, topology.world_size, gloo);
+}
+
+ProcessGroup::~ProcessGroup() = default;
+int ProcessGroup::rank() const { return impl_->rank; }
+int ProcessGroup::size() const { return impl_->size; }
+void ProcessGroup::Abandon() { (void)impl_.release(); }
+
+std::vector<std::string> ProcessGroup::AllGather(const std::string& value) {
+  // Lengths first, then the bytes padded to the longest.
+  std::vector<at::Tensor> length{
+      torch::tensor({static_cast<int64_t>(value.size())}, torch::kLong)};
+  std::vector<std::vector<at::Tensor>> lengths(1);
+  for (int r = 0; r < size(); ++r) {
+    lengths[0].push_back(torch::empty({1}, torch::kLong));
+  }
+  impl_->group->allgather(lengths, length)->wait();
+  int64_t longest = 0;
+  for (const at::Tensor& t : lengths[0]) {
+    longest = std::max(longest, t.item<int64_t>());
+  }
+  at::Tensor mine = torch::zeros({std::max<int64_t>(longest, 1)}, torch::kByte);
+  std::copy(value.begin(), value.end(), mine.data_ptr<uint8_t>());
+  std::vector<at::Tensor> input{mine};
+  std::vector<std::vector<at::Tensor>> outputs(1);
+  for (int r = 0; r < size(); ++r)
+    outputs[0].push_back(torch::empty_like(mine));
+  impl_->group->allgather(outputs, input)->wait();
+  std::vector<std::string> values;
+  for (int r = 0; r < size(); ++r) {
+    const auto* bytes = outputs[0][r].data_ptr<uint8_t>();
+    values.emplace_back(reinterpret_cast<const char*>(bytes),
+                        lengths[0][r].item<int64_t>());
+  }
+  return values;
+}
+
+struct DdpEngine::Impl {
+  std::shared_ptr<CommIntervals> comm = std::make_shared<CommIntervals>();
+  std::shared_ptr<c10d::Reducer> reducer;
+};
+
+DdpEngine::DdpEngine(ProcessGroup& group, const DdpConfig& config,
+                     const std::vector<torch::Tensor>& params)
+    : impl_(std::make_unique<Impl>()) {
+  const c10::intrusive_ptr<c10d::ProcessGroup>& pg = group.impl().group;
+  {
+    torch::NoGradGuard no_grad;
+    c10d::verify_params_across_processes(pg, params, c10::nullopt);
+    c10d::broadcast_coalesced(pg, params, kBroadcastBucketBytes, /*rank=*/0);
+  }
+  const int64_t cap_bytes =
+      static_cast<int64_t>(config.bucket_cap_mb * 1024 * 1024);
+  const std::vector<bool> sparse(params.size(), false);
+  std::vector<std::vector<size_t>> buckets;
+  std::vector<size_t> limits;
+  std::tie(buckets, limits) = c10d::compute_bucket_assignment_by_size(
+      params,
+      {static_cast<size_t>(std::min(kFirstBucketBytes, cap_bytes)),
+       static_cast<size_t>(cap_bytes)},
+      sparse);
+  // Gradients become ready roughly in reverse order (as in DDP's Python).
+  std::reverse(buckets.begin(), buckets.end());
+  std::reverse(limits.begin(), limits.end());
+  std::unordered_map<size_t, std::string> names;
+  // The Reducer talks to the real group through a timer (Note
+  // [Communication time]).
+  const c10::intrusive_ptr<c10d::ProcessGroup> timed =
+      c10::make_intrusive<TimedProcessGroup>(pg, impl_->comm);
+  impl_->reducer = std::make_shared<c10d::Reducer>(
+      params, buckets, limits, timed, sparse, cap_bytes,
+      /*find_unused_parameters=*/false, config.gradient_as_bucket_view, names,
+      /*first_bucket_bytes_cap=*/std::min(kFirstBucketBytes, cap_bytes));
+}
+
+DdpEngine::~DdpEngine() = default;
+void DdpEngine::Abandon() {
+  comm_ = impl_->comm;  // still readable afterwards
+  (void)impl_.release();
+}
+
+double DdpEngine::CommSecondsBetween(SteadyTime begin, SteadyTime end) const {
+  const std::shared_ptr<CommIntervals>& comm = impl_ ? impl_->comm : comm_;
+  return comm->SecondsBetween(begin, end);
+}
+
+bool DdpEngine::PrepareForward() {
+  impl_->reducer->prepare_for_forward();
+  return impl_->reducer->rebuild_buckets();
+}
+
+void DdpEngine::PrepareForBackward() {
+  // find_unused_parameters is off: DDP passes no outputs.
+  impl_->reducer->prepare_for_backward({});
+}
+
+std::vector<torch::Tensor> DdpEngine::BucketBuffers() {
+  std::vector<torch::Tensor> buffers;
+  for (const c10d::GradBucket& bucket :
+       impl_->reducer->get_grad_buckets(/*return_zero_tensors=*/false)) {
+    buffers.push_back(bucket.getBuffer());
+  }
+  return buffers;
+}
+
+size_t DdpEngine::bucket_count() { return BucketBuffers().size(); }
+
+}  // namespace memprof

@@ -1,0 +1,75 @@
+// DdpEngine: real data parallelism through c10d. A TCPStore rendezvous, a
+// ProcessGroupGloo, the initial broadcast of parameters from rank 0 and the
+// c10d::Reducer with PyTorch's bucket assignment. The c10d headers stay in
+// ddp_engine.cc.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "profiler/base/rank_env.h"
+#include "profiler/base/run_config.h"
+
+namespace memprof {
+
+// The rendezvous port is taken (the launcher retries on another one).
+class PortBusy : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The process group alone: rendezvous and collectives.
+class ProcessGroup {
+ public:
+  // Throws PortBusy when rank 0 cannot listen on the port.
+  ProcessGroup(const RankTopology& topology, int64_t timeout_s);
+  ~ProcessGroup();
+  int rank() const;
+  int size() const;
+  // Every rank's `value`, in rank order.
+  std::vector<std::string> AllGather(const std::string& value);
+  // Opaque c10d handle, for the Reducer.
+  struct Impl;
+  Impl& impl() { return *impl_; }
+  // After a failure the group may hang in its destructor: leak it instead.
+  void Abandon();
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+class DdpEngine {
+ public:
+  // Broadcasts `params` from rank 0, assigns buckets (bucket_cap_mb, with
+  // PyTorch's 1 MiB first bucket) and builds the Reducer.
+  DdpEngine(ProcessGroup& group, const DdpConfig& config,
+            const std::vector<torch::Tensor>& params);
+  ~DdpEngine();
+
+  // As DistributedDataParallel.forward does before running the module:
+  // may rebuild the buckets (in the second step, in gradient-ready order).
+  // Returns true when the buckets were rebuilt.
+  bool PrepareForward();
+  // Before loss.backward(): arms the Reducer's autograd hooks.
+  void PrepareForBackward();
+  // Seconds the Reducer's all-reduces took between two times, counted once
+  // where they overlap (Note [Communication time]).
+  double CommSecondsBetween(std::chrono::steady_clock::time_point begin,
+                            std::chrono::steady_clock::time_point end) const;
+  // The Reducer's flat gradient buckets, as they are now.
+  std::vector<torch::Tensor> BucketBuffers();
+  size_t bucket_count();
+  void Abandon();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<class CommIntervals> comm_;  // after Abandon()
+};
+
+}  // namespace memprof

@@ -1,0 +1,57 @@
+// RankReport: one rank's figures as a plain struct; rank-<r>.json only
+// formats it, and the summary (summary.h) reads that JSON.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "profiler/capture/lifetime_analysis.h"
+#include "profiler/predict/prediction.h"
+#include "profiler/train/redundancy.h"
+#include "profiler/base/run_config.h"
+
+namespace memprof {
+
+inline constexpr const char* kRankSchema = "memprof.rank/1";
+
+struct RankContext {
+  int rank = 0;
+  int world_size = 1;
+  std::string device = "cpu";
+  std::string backend = "gloo";
+};
+
+struct StepRecord {
+  double seconds = 0;
+  double comm_seconds =
+      0;  // in the Reducer's all-reduces (Note [Communication time])
+  double loss = 0;
+  bool completed = true;  // false: cut short by out-of-memory
+};
+
+struct RankReport {
+  RankContext context;
+  bool hooked = true;  // false: --no-hook, no memory figures
+  RunConfig config;
+  int64_t parameters = 0;  // number of parameter elements (P)
+  int64_t micro_batch = 0;
+  Capture capture;  // what Analysis was computed from
+  Analysis analysis;
+  Prediction prediction;     // for this rank's config and micro-batch
+  int64_t buffer_bytes = 0;  // module buffers, a sub-figure of weights
+  std::vector<StepRecord> step_records;  // steps 1..K
+  int64_t buckets = 0;                   // DDP buckets at the end
+  std::vector<Redundancy> redundancy;    // weights, optimizer_state
+  int64_t ownership_not_found = 0;
+  int64_t ownership_conflicts = 0;
+  // Live bytes by category at the refused allocation (capture.out_of_memory)
+  // when --memory-limit stopped the run.
+  Breakdown out_of_memory_bytes{};
+  bool RanOutOfMemory() const { return capture.out_of_memory.seq >= 0; }
+};
+
+nlohmann::ordered_json ToJson(const RankReport& report);
+
+}  // namespace memprof
