@@ -13,7 +13,7 @@ MEMPROF_PACKAGES=(
   libgtest-dev googletest
   libbenchmark-dev
   libxxhash-dev
-  clang libclang-rt-14-dev  # fuzz/baseline_fuzzer (libFuzzer)
+  clang libclang-rt-14-dev  # fuzz/reports_fuzzer (libFuzzer)
   chromium              # the report.html test renders the page headless
 )
 

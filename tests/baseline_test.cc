@@ -26,6 +26,13 @@ std::string BaselineError(const Json& doc) {
   return InputErrorOf([&] { ParseBaseline(doc.dump(), "b.json"); });
 }
 
+// A rank report's figures as the gate reads them: the one reader, then the
+// figures the gate compares.
+RankReportFigures ReadFigures(const std::string& text,
+                              const std::string& origin) {
+  return FiguresOf(ParseRankReport(text, origin), origin);
+}
+
 Json ValidBaseline() { return BaselineToJson(SyntheticBaseline(2, 11082)); }
 
 TEST(Baseline, RoundTripsEveryFigureAndTolerance) {
@@ -55,7 +62,7 @@ TEST(Baseline, ReadsTheFiguresOfARealRankReport) {
   const std::string text = ReadFile(kSeedReport);
   ASSERT_FALSE(text.empty()) << kSeedReport;
   const Json raw = Json::parse(text);
-  const RankReportFigures read = ParseRankReport(text, kSeedReport);
+  const RankReportFigures read = ReadFigures(text, kSeedReport);
   EXPECT_EQ(read.figures.rank, raw["context"]["rank"].get<int>());
   EXPECT_EQ(read.context.world_size, raw["context"]["world_size"].get<int>());
   EXPECT_EQ(read.context.parameters, raw["parameters"].get<int64_t>());
@@ -88,7 +95,7 @@ TEST(Baseline, EveryTruncatedRankReportIsRefused) {
   // Every prefix would take a while on 24 KiB; every 7th byte and the tail.
   for (size_t n = 0; n < text.size(); n += (n + 64 > text.size() ? 1 : 7)) {
     const std::string message = InputErrorOf(
-        [&] { ParseRankReport(text.substr(0, n), "rank-0.json"); });
+        [&] { ReadFigures(text.substr(0, n), "rank-0.json"); });
     ASSERT_EQ(message.rfind("rank-0.json: ", 0), 0u) << n << ": " << message;
   }
 }
@@ -108,13 +115,13 @@ TEST(Baseline, NotJsonOrNotAnObjectIsNamed) {
               ParseBaseline("{} trailing", "b.json");
             }).find("not valid JSON"),
             std::string::npos);
-  // Found by fuzz/baseline_fuzzer: nlohmann reports this as out_of_range.
+  // Found by the fuzzer (fuzz/reports_fuzzer.cc): nlohmann reports this as out_of_range.
   EXPECT_NE(InputErrorOf([] {
               ParseBaseline("111844e67431", "b.json");
             }).find("b.json: not valid JSON: number overflow"),
             std::string::npos);
   EXPECT_NE(InputErrorOf([] {
-              ParseRankReport(R"({"schema": 1e400})", "r.json");
+              ReadFigures(R"({"schema": 1e400})", "r.json");
             }).find("r.json: not valid JSON: number overflow"),
             std::string::npos);
 }
@@ -139,7 +146,7 @@ TEST(Baseline, WrongSchemasAreNamedWithTheRemedy) {
             std::string::npos);
   const std::string baseline_text = ValidBaseline().dump();
   message =
-      InputErrorOf([&] { ParseRankReport(baseline_text, "rank-0.json"); });
+      InputErrorOf([&] { ReadFigures(baseline_text, "rank-0.json"); });
   EXPECT_NE(message.find("this is a baseline"), std::string::npos) << message;
 }
 
@@ -236,12 +243,12 @@ TEST(Baseline, RankReportRanksMustLieInTheWorld) {
   Json doc = Json::parse(ReadFile(kSeedReport));
   doc["context"]["world_size"] = 0;
   EXPECT_NE(InputErrorOf([&] {
-              ParseRankReport(doc.dump(), "r.json");
+              ReadFigures(doc.dump(), "r.json");
             }).find("r.json: context.world_size: expected an integer in [1, "),
             std::string::npos);
   doc["context"]["world_size"] = 2;
   doc["context"]["rank"] = 2;
-  EXPECT_NE(InputErrorOf([&] { ParseRankReport(doc.dump(), "r.json"); })
+  EXPECT_NE(InputErrorOf([&] { ReadFigures(doc.dump(), "r.json"); })
                 .find("r.json: context.rank: expected an integer in [0, 1], "
                       "got 2"),
             std::string::npos);
@@ -251,12 +258,12 @@ TEST(Baseline, RankReportOfANoHookRunIsRefused) {
   Json doc = Json::parse(ReadFile(kSeedReport));
   doc["hook"]["installed"] = false;
   EXPECT_NE(InputErrorOf([&] {
-              ParseRankReport(doc.dump(), "r.json");
-            }).find("r.json: hook.installed: is false: a --no-hook run"),
+              ReadFigures(doc.dump(), "r.json");
+            }).find("r.json: hook.installed: false: a --no-hook run"),
             std::string::npos);
   doc.erase("hook");
   EXPECT_NE(InputErrorOf([&] {
-              ParseRankReport(doc.dump(), "r.json");
+              ReadFigures(doc.dump(), "r.json");
             }).find("r.json: missing 'hook'"),
             std::string::npos);
 }

@@ -122,8 +122,8 @@ TEST_P(PredictionMatchesMeasurement, OneRank) {
   const RunConfig config =
       Config(c.preset,
              {"--micro-batch", std::to_string(c.micro_batch), "--steps", "3"});
-  const RankReport report = RunSolo(config);
-  ExpectPredictionHolds(ToJson(report), c.preset + " at micro-batch " +
+  const RankRun report = RunSolo(config);
+  ExpectPredictionHolds(ReportOf(report), c.preset + " at micro-batch " +
                                             std::to_string(c.micro_batch));
 }
 

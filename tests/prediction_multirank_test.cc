@@ -39,9 +39,8 @@ TEST_P(TwoRankPrediction, EveryRankMeetsItsPrediction) {
       std::to_string(c.micro_batch) + " " + c.extra + " --out " + dir.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (int rank = 0; rank < 2; ++rank) {
-    std::ifstream in(dir / ("rank-" + std::to_string(rank) + ".json"));
-    const auto report = nlohmann::ordered_json::parse(in);
-    EXPECT_EQ(report["context"]["world_size"], 2);
+    const RankReport report = ReadRankReport(RankReportPath(dir, rank));
+    EXPECT_EQ(report.context.world_size, 2);
     ExpectPredictionHolds(report, c.preset + " at micro-batch " +
                                       std::to_string(c.micro_batch) + " " +
                                       c.extra);

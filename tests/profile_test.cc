@@ -29,7 +29,7 @@ const Segment& FirstSegmentOf(const Analysis& a, int32_t step) {
 }
 
 TEST(Profile, ModelStateIsMeasuredToTheByte) {
-  const RankReport r = RunSolo(TinyConfig());
+  const RankRun r = RunSolo(TinyConfig());
   const int64_t p = r.parameters;
   ASSERT_EQ(p, 11082);  // 32*64+64 + 2*(64*64+64) + 64*10+10
   const Analysis& a = r.analysis;
@@ -48,7 +48,7 @@ TEST(Profile, ModelStateIsMeasuredToTheByte) {
 
 TEST(Profile, ActivationsAreTheForwardTensorsKeptForBackward) {
   const RunConfig config = TinyConfig();
-  const RankReport r = RunSolo(config);
+  const RankRun r = RunSolo(config);
   // Each hidden layer keeps at least its [B, hidden] ReLU output.
   const int64_t floor =
       config.mlp.depth * config.train.micro_batch * config.mlp.hidden * 4;
@@ -58,7 +58,7 @@ TEST(Profile, ActivationsAreTheForwardTensorsKeptForBackward) {
 }
 
 TEST(Profile, StepOneCreatesGradientsAndOptimizerStateLazily) {
-  const RankReport r = RunSolo(TinyConfig());
+  const RankRun r = RunSolo(TinyConfig());
   const int64_t p = r.parameters;
   const Segment& step1 = FirstSegmentOf(r.analysis, 1);
   EXPECT_EQ(step1.begin_bytes[kG], 0);
@@ -75,15 +75,15 @@ TEST(Profile, StepOneCreatesGradientsAndOptimizerStateLazily) {
 }
 
 TEST(Profile, OptimizerChoiceSetsItsState) {
-  const RankReport sgd = RunSolo(TinyConfig({"--train.optimizer", "sgd"}));
+  const RankRun sgd = RunSolo(TinyConfig({"--train.optimizer", "sgd"}));
   EXPECT_EQ(sgd.analysis.steady_peak.bytes[kO], 0);
   EXPECT_EQ(sgd.analysis.steady_peak.bytes[kG], 4 * sgd.parameters);
-  const RankReport adamw = RunSolo(TinyConfig({"--train.optimizer", "adamw"}));
+  const RankRun adamw = RunSolo(TinyConfig({"--train.optimizer", "adamw"}));
   EXPECT_EQ(adamw.analysis.steady_peak.bytes[kO], 8 * adamw.parameters);
 }
 
 TEST(Profile, BucketViewMakesTheBucketsTheGradients) {
-  const RankReport r =
+  const RankRun r =
       RunSolo(TinyConfig({"--ddp.gradient_as_bucket_view", "true"}));
   EXPECT_EQ(r.analysis.steady_peak.bytes[kB], 0);
   EXPECT_EQ(r.analysis.steady_peak.bytes[kG], 4 * r.parameters);
@@ -92,7 +92,7 @@ TEST(Profile, BucketViewMakesTheBucketsTheGradients) {
 }
 
 TEST(Profile, SetToNoneFreesGradientsBetweenSteps) {
-  const RankReport r =
+  const RankRun r =
       RunSolo(TinyConfig({"--train.zero_grad_set_to_none", "true"}));
   EXPECT_EQ(FirstSegmentOf(r.analysis, 2).begin_bytes[kG], 0);
   EXPECT_EQ(r.analysis.steady_max[kG], 4 * r.parameters);
@@ -100,8 +100,8 @@ TEST(Profile, SetToNoneFreesGradientsBetweenSteps) {
 }
 
 TEST(Profile, ReportJsonHasTheKeysOtherToolsReadAsIntegers) {
-  const RankReport r = RunSolo(TinyConfig());
-  const nlohmann::ordered_json j = ToJson(r);
+  const RankRun r = RunSolo(TinyConfig());
+  const nlohmann::ordered_json j = ToJson(ReportOf(r));
   EXPECT_EQ(j["schema"], "memprof.rank/1");
   EXPECT_EQ(j["context"]["rank"], 0);
   EXPECT_EQ(j["context"]["world_size"], 1);
@@ -129,7 +129,7 @@ TEST(Profile, ReportJsonHasTheKeysOtherToolsReadAsIntegers) {
 // 221,640 B; its steady-state peak at micro-batch 8 is 255,512 B and its
 // step-1 peak 249,800 B (measured).
 TEST(Profile, LimitBelowModelStateStopsEvenMicroBatchOne) {
-  const RankReport r = RunSolo(TinyConfig({"--micro-batch", "1"}),
+  const RankRun r = RunSolo(TinyConfig({"--micro-batch", "1"}),
                                /*memory_limit_bytes=*/200000);
   ASSERT_TRUE(r.RanOutOfMemory());
   const OutOfMemory& oom = r.capture.out_of_memory;
@@ -140,7 +140,7 @@ TEST(Profile, LimitBelowModelStateStopsEvenMicroBatchOne) {
       << "the breakdown sums to the live bytes at the refused allocation";
   EXPECT_EQ(r.out_of_memory_bytes[kU], 0);
   EXPECT_EQ(r.out_of_memory_bytes[kW], 4 * r.parameters);
-  const nlohmann::ordered_json j = ToJson(r);
+  const nlohmann::ordered_json j = ToJson(ReportOf(r));
   EXPECT_EQ(j["out_of_memory"]["verdict"], "model-state-overflow");
   EXPECT_EQ(j["out_of_memory"]["live_bytes"], oom.live_bytes);
   ASSERT_EQ(j["steps"].size(), 1u);
@@ -149,12 +149,12 @@ TEST(Profile, LimitBelowModelStateStopsEvenMicroBatchOne) {
 }
 
 TEST(Profile, OutOfMemoryKeepsTheStepsBeforeIt) {
-  const RankReport unlimited = RunSolo(TinyConfig());
+  const RankRun unlimited = RunSolo(TinyConfig());
   const int64_t step1_peak = unlimited.analysis.steps[0].peak.total_bytes;
   const int64_t steady_peak = unlimited.analysis.steady_peak.total_bytes;
   ASSERT_LT(step1_peak, steady_peak);
   // Room for step 1, not for the steady state.
-  const RankReport r = RunSolo(TinyConfig(), (step1_peak + steady_peak) / 2);
+  const RankRun r = RunSolo(TinyConfig(), (step1_peak + steady_peak) / 2);
   ASSERT_TRUE(r.RanOutOfMemory());
   EXPECT_GE(r.capture.out_of_memory.step, 2);
   ASSERT_GE(r.step_records.size(), 2u);
@@ -166,13 +166,13 @@ TEST(Profile, OutOfMemoryKeepsTheStepsBeforeIt) {
 }
 
 TEST(Profile, LimitAboveThePeakChangesNothing) {
-  const RankReport unlimited = RunSolo(TinyConfig());
-  const RankReport r =
+  const RankRun unlimited = RunSolo(TinyConfig());
+  const RankRun r =
       RunSolo(TinyConfig(), unlimited.analysis.run_peak.total_bytes);
   EXPECT_FALSE(r.RanOutOfMemory());
   EXPECT_EQ(r.analysis.steady_peak.total_bytes,
             unlimited.analysis.steady_peak.total_bytes);
-  EXPECT_TRUE(ToJson(r)["out_of_memory"].is_null());
+  EXPECT_TRUE(ToJson(ReportOf(r))["out_of_memory"].is_null());
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 
 namespace memprof {
 
-inline RankReport RunSolo(const RunConfig& config,
+inline RankRun RunSolo(const RunConfig& config,
                           int64_t memory_limit_bytes = 0) {
   RankTopology solo;
   solo.master_port = FreeLocalPort();

@@ -22,9 +22,10 @@
 
 #include "profiler/capture/memory_tracker.h"
 
+#include "profiler/base/schema_version.h"
+
 namespace memprof {
 
-inline constexpr const char* kSnapshotSchema = "memprof.snapshot/1";
 
 // The capture's lifetimes must carry final categories (EndSession's do).
 nlohmann::ordered_json MemorySnapshotJson(const Capture& capture, int rank);

@@ -9,13 +9,14 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <thread>
 
 #include "profiler/base/errors.h"
 #include "profiler/base/rank_env.h"
+#include "profiler/report/rank_report.h"
+#include "profiler/report/report_text.h"
 
 namespace memprof {
 namespace {
@@ -60,18 +61,14 @@ pid_t SpawnRank(int rank, int world_size, int port,
 // process `pid`, says so.
 std::optional<std::string> OutOfMemoryOf(const std::string& out_dir, int rank,
                                          pid_t pid) {
-  std::ifstream in(out_dir + "/rank-" + std::to_string(rank) + ".json");
-  if (!in) return std::nullopt;
   try {
-    const nlohmann::ordered_json report = nlohmann::ordered_json::parse(in);
-    const auto oom = report.find("out_of_memory");
-    if (oom == report.end() || !oom->is_object() ||
-        report["context"]["pid"] != static_cast<int64_t>(pid)) {
+    const RankReport report = ReadRankReport(RankReportPath(out_dir, rank));
+    if (!report.out_of_memory || report.context.pid != pid) {
       return std::nullopt;
     }
-    return "ran out of memory: " + OutOfMemoryLine(*oom);
-  } catch (const std::exception&) {
-    return std::nullopt;  // a report from an earlier run, half-read: no claim
+    return "ran out of memory: " + OutOfMemorySentence(*report.out_of_memory);
+  } catch (const InputError&) {
+    return std::nullopt;  // missing, or from an earlier run half-read: no claim
   }
 }
 
@@ -141,11 +138,6 @@ int FreeLocalPort() {
   if (!ok)
     throw RunFailure(std::string("no free port: ") + std::strerror(errno));
   return ntohs(addr.sin_port);
-}
-
-std::string OutOfMemoryLine(const nlohmann::ordered_json& oom) {
-  return oom["message"].get<std::string>() + " (" +
-         oom["explanation"].get<std::string>() + ")";
 }
 
 int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,

@@ -7,11 +7,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include <string>
-#include <vector>
-
 namespace memprof {
 
 // `words` are the arguments after "profile", passed on to every rank.
@@ -20,10 +15,6 @@ namespace memprof {
 // memory under --memory-limit, the failure its report in `out_dir` names).
 int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
                      const std::string& out_dir);
-
-// "out of memory in backward of step 2: tried to allocate ... (verdict)",
-// from a rank report's out_of_memory object.
-std::string OutOfMemoryLine(const nlohmann::ordered_json& out_of_memory);
 
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int FreeLocalPort();

@@ -8,9 +8,10 @@
 #include "profiler/cli/config_cli.h"
 #include "profiler/predict/prediction.h"
 
+#include "profiler/base/schema_version.h"
+
 namespace memprof {
 
-inline constexpr const char* kPredictionSchema = "memprof.prediction/1";
 
 nlohmann::ordered_json ToJson(const Prediction& prediction,
                               const RunConfig& config);

@@ -12,6 +12,8 @@
 #include "profiler/cli/launcher.h"
 #include "profiler/capture/memory_snapshot.h"
 #include "profiler/base/rank_env.h"
+#include "profiler/report/rank_report.h"
+#include "profiler/report/report_text.h"
 #include "profiler/report/run_reports.h"
 #include "profiler/report/summary.h"
 #include "profiler/train/trainer.h"
@@ -43,63 +45,79 @@ std::unique_ptr<ProcessGroup> SoloGroup(int64_t timeout_s) {
   }
 }
 
-// Returns every rank's report (rank 0) or nothing (other ranks).
-std::vector<std::string> RunThisRank(const RunConfig& config,
-                                     const std::string& out_dir,
-                                     ProcessGroup& group, bool no_hook,
-                                     int64_t memory_limit_bytes) {
-  const RankReport report = RunRank(config, group, memory_limit_bytes);
-  if (!report.hooked && !no_hook) {
-    throw RunFailure("the allocator hook is not installed");  // a bug
+// A job of one that ran out of memory renders its reports, the
+// out-of-memory first (unless it ran out before the first step: then its
+// report is all); in a larger job the peers are mid-step: nothing more is
+// exchanged (the launcher, or the external one, stops them; `memprof report`
+// renders what was written).
+[[noreturn]] void OutOfMemory(RankReport report, const std::string& out_dir,
+                              int world_size) {
+  const std::string line = OutOfMemorySentence(*report.out_of_memory) +
+                           "; see " +
+                           RankReportPath(out_dir, report.context.rank);
+  if (world_size == 1 && !report.steps.empty()) {
+    std::vector<RankReport> ranks;
+    ranks.push_back(std::move(report));
+    RenderRunReports(RunViewOf(out_dir, std::move(ranks)), std::cout,
+                     std::cerr);
   }
-  nlohmann::ordered_json rank = ToJson(report);
-  const std::string rank_json = rank.dump(2) + "\n";
-  Write(fs::path(out_dir) / ("rank-" + std::to_string(group.rank()) + ".json"),
-        rank_json);
-  if (!no_hook) {
-    Write(fs::path(out_dir) /
-              ("snapshot-" + std::to_string(group.rank()) + ".json"),
-          MemorySnapshotJson(report.capture, group.rank()).dump() + "\n");
-  }
-  if (report.RanOutOfMemory()) {
-    const std::string line = OutOfMemoryLine(rank["out_of_memory"]);
-    // A job of one renders its reports, the out-of-memory first (unless it
-    // ran out before the first step: then its report is all); in a larger
-    // job the peers are mid-step: nothing more is exchanged (the launcher,
-    // or the external one, stops them; `memprof report` renders what was
-    // written).
-    if (group.size() == 1 && !rank["steps"].empty()) {
-      std::vector<nlohmann::ordered_json> ranks;
-      ranks.push_back(std::move(rank));
-      RenderRunReports(RunViewOf(out_dir, std::move(ranks)), std::cout,
-                       std::cerr);
-    }
-    throw RunFailure(line + "; see " + out_dir + "/rank-" +
-                     std::to_string(group.rank()) + ".json");
-  }
-  // Rank 0 gets every report through the group, so the summary needs no
-  // shared filesystem.
-  std::vector<std::string> all = group.AllGather(rank_json);
-  if (group.rank() != 0) return {};
-  if (no_hook) {
-    std::cout << FormatStepTimes(nlohmann::ordered_json::parse(all[0]))
-              << "reports: " << out_dir << "/ (--no-hook: step times only)\n"
-              << std::flush;
-    return all;
-  }
-  std::vector<nlohmann::ordered_json> ranks;
-  for (const std::string& text : all) {
-    ranks.push_back(nlohmann::ordered_json::parse(text));
-  }
-  const RunView view = RunViewOf(out_dir, std::move(ranks));
-  Write(fs::path(out_dir) / "summary.json", view.summary.dump(2) + "\n");
-  std::cout << FormatSummaryTable(view.summary);
+  throw RunFailure(line);
+}
+
+// Rank 0: the summary and the reports of every rank's report.
+void RenderAll(std::vector<RankReport> ranks, const std::string& out_dir) {
+  Write(fs::path(out_dir) / "summary.json", SummaryJson(ranks).dump(2) + "\n");
+  std::cout << FormatSummaryTable(ranks);
   try {
-    RenderRunReports(view, std::cout, std::cerr);
+    RenderRunReports(RunViewOf(out_dir, std::move(ranks)), std::cout,
+                     std::cerr);
   } catch (const InputError& e) {
     throw RunFailure(e.what());
   }
-  return all;
+}
+
+// Returns every rank's report (rank 0) or nothing (other ranks).
+std::vector<RankReport> RunThisRank(const RunConfig& config,
+                                    const std::string& out_dir,
+                                    ProcessGroup& group, bool no_hook,
+                                    int64_t memory_limit_bytes) {
+  const RankRun run = RunRank(config, group, memory_limit_bytes);
+  if (!run.hooked && !no_hook) {
+    throw RunFailure("the allocator hook is not installed");  // a bug
+  }
+  RankReport report = ReportOf(run);
+  const std::string rank_json = ToJson(report).dump(2) + "\n";
+  Write(RankReportPath(out_dir, group.rank()), rank_json);
+  if (!no_hook) {
+    Write(fs::path(out_dir) /
+              ("snapshot-" + std::to_string(group.rank()) + ".json"),
+          MemorySnapshotJson(run.capture, group.rank()).dump() + "\n");
+  }
+  if (report.out_of_memory) {
+    OutOfMemory(std::move(report), out_dir, group.size());
+  }
+  // Rank 0 gets every report through the group, so the summary needs no
+  // shared filesystem; it parses each once, with the one reader.
+  const std::vector<std::string> all = group.AllGather(rank_json);
+  if (group.rank() != 0) return {};
+  std::vector<RankReport> ranks;
+  for (size_t r = 0; r < all.size(); ++r) {
+    const std::string origin =
+        "rank " + std::to_string(r) + "'s report (gathered)";
+    try {
+      ranks.push_back(ParseRankReport(all[r], origin));
+    } catch (const InputError& e) {
+      throw RunFailure(e.what());  // the writer and the reader disagree: a bug
+    }
+  }
+  if (no_hook) {
+    std::cout << FormatStepTimes(ranks.front()) << "reports: " << out_dir
+              << "/ (--no-hook: step times only)\n"
+              << std::flush;
+    return ranks;
+  }
+  RenderAll(ranks, out_dir);
+  return ranks;
 }
 
 }  // namespace
@@ -146,7 +164,7 @@ int RunProfileCommand(const ProfileArgs& args) {
   } else {
     group = SoloGroup(config.ddp.timeout_s);
   }
-  std::vector<std::string> reports;
+  std::vector<RankReport> reports;
   try {
     reports = RunThisRank(config, args.out_dir, *group, args.no_hook,
                           args.memory_limit_bytes);
@@ -155,7 +173,7 @@ int RunProfileCommand(const ProfileArgs& args) {
     throw;
   }
   if (!baseline || reports.empty()) return kExitOk;
-  return GateRun(*baseline, RunFromReportTexts(reports, args.out_dir),
+  return GateRun(*baseline, RunFromReports(reports, args.out_dir),
                  args.out_dir, args.check);
 }
 

@@ -15,6 +15,7 @@
 #include "profiler/report/report_html.h"
 #include "profiler/report/report_markdown.h"
 #include "profiler/report/report_text.h"
+#include "profiler/report/summary.h"
 #include "profiler/report/svg_chart.h"
 
 namespace memprof {
@@ -127,24 +128,23 @@ std::string SweepTimeSvg(const Json& sweep) {
 Json SweepJson(int64_t global_batch, const std::vector<RunView>& runs) {
   Json rows = Json::array();
   for (const RunView& view : runs) {
-    const Json& rank = view.ranks.front();
+    const RankReport& rank = view.ranks.front();
     Json bytes = Json::object();
     for (Category c : kAllCategories) {
-      const std::string name(CategoryName(c));
-      bytes[name] = rank["categories"][name][ComparedFigure(c)];
+      bytes[std::string(CategoryName(c))] = ComparedBytes(rank.Of(c), c);
     }
     std::vector<double> step, comm;
-    for (const Json& s : rank["steps"]) {
-      if (!s["steady_state"].get<bool>()) continue;
-      step.push_back(s["seconds"].get<double>());
-      comm.push_back(s.value("comm_seconds", 0.0));
+    for (const StepReport& s : rank.steps) {
+      if (!s.steady_state) continue;
+      step.push_back(s.seconds);
+      comm.push_back(s.comm_seconds);
     }
     const double step_s = Median(step);
     const double comm_s = std::min(step_s, Median(comm));
     rows.push_back(Json{{"world_size", view.world_size},
-                        {"micro_batch", rank["micro_batch"]},
+                        {"micro_batch", rank.micro_batch},
                         {"bytes", bytes},
-                        {"peak_bytes", rank["peak"]["total_bytes"]},
+                        {"peak_bytes", rank.peak.total_bytes},
                         {"step_seconds", step_s},
                         {"comm_seconds", comm_s},
                         {"comm_share", step_s > 0 ? comm_s / step_s : 0.0},

@@ -15,9 +15,10 @@
 #include "profiler/cli/config_cli.h"
 #include "profiler/report/run_reports.h"
 
+#include "profiler/base/schema_version.h"
+
 namespace memprof {
 
-inline constexpr const char* kSweepSchema = "memprof.sweep/1";
 
 int RunSweepCommand(const SweepArgs& args);
 

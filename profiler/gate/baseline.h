@@ -1,10 +1,10 @@
-// A run's regression figures, read from its rank reports (memprof.rank/1),
-// and the baseline file they are kept in (memprof.baseline/1). Torch-free
-// (nlohmann_json only) so the parsers are fuzzed on their own
-// (fuzz/baseline_fuzzer.cc).
+// A run's regression figures, taken from its rank reports (RankReport), and
+// the baseline file they are kept in (memprof.baseline/1). Torch-free, so
+// the parser is fuzzed on its own (fuzz/reports_fuzzer.cc).
 //
 // Every parse error is an InputError "ORIGIN: WHERE: REASON; REMEDY", ORIGIN
-// being the file, WHERE the JSON path ("ranks[1].categories.weights"). No
+// being the file, WHERE the JSON path ("ranks[1].categories.weights"); the
+// reading is JsonReader's (base/json_reader.h), as for rank reports. No
 // input makes these functions crash or accept a partial file.
 //
 // memprof.baseline/1:
@@ -31,11 +31,12 @@
 
 #include "profiler/base/category.h"
 #include "profiler/gate/tolerance.h"
+#include "profiler/report/rank_report.h"
+
+#include "profiler/base/schema_version.h"
 
 namespace memprof {
 
-inline constexpr const char* kBaselineSchema = "memprof.baseline/1";
-inline constexpr const char* kRankReportSchema = "memprof.rank/1";
 
 // One rank's figures. Index by Index(Category).
 struct RankFigures {
@@ -72,15 +73,16 @@ struct Baseline {
   std::map<std::string, Tolerance> tolerances;  // keys: ToleranceKeys()
 };
 
-// One parsed rank report: its rank's figures and the run's context.
+// One rank report's figures and the run's context.
 struct RankReportFigures {
   RunContext context;
   RankFigures figures;
 };
 
-// `origin` names the text in errors (a path).
-RankReportFigures ParseRankReport(const std::string& text,
-                                  const std::string& origin);
+// The figures the gate compares, from a rank report. Throws InputError
+// naming `origin` for a --no-hook report (no memory figures to gate).
+RankReportFigures FiguresOf(const RankReport& report,
+                            const std::string& origin);
 
 // The reports of one run, any order. Requires ranks 0..world_size-1 exactly
 // once and the same context on every rank; `origins[i]` names `reports[i]`.

@@ -6,39 +6,16 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "profiler/base/atomic_file.h"
 #include "profiler/base/errors.h"
+#include "profiler/base/json_reader.h"
 #include "profiler/gate/regression_check.h"
 #include "profiler/report/run_reports.h"
 
 namespace memprof {
 namespace fs = std::filesystem;
 namespace {
-
-std::string ReadFile(const std::string& path, const std::string& remedy) {
-  std::error_code error;
-  if (fs::is_directory(path, error)) {
-    throw InputError("cannot read '" + path + "': it is a directory; " +
-                     remedy);
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InputError("cannot read '" + path + "': " + std::strerror(errno) +
-                     "; " + remedy);
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    throw InputError("cannot read '" + path + "': read error; " + remedy);
-  }
-  return text.str();
-}
-
-std::string RankFile(const std::string& dir, int rank) {
-  return (fs::path(dir) / ("rank-" + std::to_string(rank) + ".json")).string();
-}
 
 void AppendStepSummary(const std::string& markdown) {
   const char* path = std::getenv("GITHUB_STEP_SUMMARY");
@@ -57,46 +34,47 @@ void AppendStepSummary(const std::string& markdown) {
 
 Baseline LoadBaseline(const std::string& path) {
   return ParseBaseline(
-      ReadFile(path,
-               "pass a baseline written by 'memprof baseline --run DIR --out "
-               "FILE'"),
+      ReadTextFile(path,
+                   "pass a baseline written by 'memprof baseline --run DIR "
+                   "--out FILE'"),
       path);
 }
 
 RunFigures LoadRun(const std::string& dir) {
   RequireRunDirectory(dir);
   std::error_code error;
-  const std::string first = RankFile(dir, 0);
+  const std::string first = RankReportPath(dir, 0);
   if (!fs::exists(first, error)) {
     throw InputError("--run " + dir +
                      ": no rank-0.json; pass the --out directory of a "
                      "finished 'memprof profile'");
   }
-  const std::string remedy = "rerun 'memprof profile --out " + dir + "'";
   std::vector<RankReportFigures> reports = {
-      ParseRankReport(ReadFile(first, remedy), first)};
+      FiguresOf(ReadRankReport(first), first)};
   std::vector<std::string> origins = {first};
   const int world_size = reports[0].context.world_size;
   for (int rank = 1; rank < world_size; ++rank) {
-    const std::string path = RankFile(dir, rank);
+    const std::string path = RankReportPath(dir, rank);
     if (!fs::exists(path, error)) {
       throw InputError(path + ": missing (world_size " +
                        std::to_string(world_size) + " in " + first +
-                       "); did every rank finish? " + remedy);
+                       "); did every rank finish? rerun 'memprof profile "
+                       "--out " +
+                       dir + "'");
     }
-    reports.push_back(ParseRankReport(ReadFile(path, remedy), path));
+    reports.push_back(FiguresOf(ReadRankReport(path), path));
     origins.push_back(path);
   }
   return CombineRankReports(reports, origins);
 }
 
-RunFigures RunFromReportTexts(const std::vector<std::string>& texts,
-                              const std::string& dir) {
+RunFigures RunFromReports(const std::vector<RankReport>& ranks,
+                          const std::string& dir) {
   std::vector<RankReportFigures> reports;
   std::vector<std::string> origins;
-  for (size_t i = 0; i < texts.size(); ++i) {
-    origins.push_back(RankFile(dir, static_cast<int>(i)));
-    reports.push_back(ParseRankReport(texts[i], origins.back()));
+  for (const RankReport& rank : ranks) {
+    origins.push_back(RankReportPath(dir, rank.context.rank));
+    reports.push_back(FiguresOf(rank, origins.back()));
   }
   return CombineRankReports(reports, origins);
 }

@@ -26,9 +26,9 @@ Baseline LoadBaseline(const std::string& path);
 // rank-0.json .. rank-<world_size - 1>.json of a `profile --out` directory.
 RunFigures LoadRun(const std::string& dir);
 
-// The rank reports' text, as rank 0 gathers them; `dir` names them.
-RunFigures RunFromReportTexts(const std::vector<std::string>& texts,
-                              const std::string& dir);
+// The rank reports as rank 0 gathers them; `dir` names them in errors.
+RunFigures RunFromReports(const std::vector<RankReport>& ranks,
+                          const std::string& dir);
 
 // Compares `run` with `baseline`, prints the table, writes --markdown and
 // --json, appends the Markdown to $GITHUB_STEP_SUMMARY when it is set, and

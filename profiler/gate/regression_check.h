@@ -26,9 +26,10 @@
 #include "profiler/gate/baseline.h"
 #include "profiler/gate/tolerance.h"
 
+#include "profiler/base/schema_version.h"
+
 namespace memprof {
 
-inline constexpr const char* kCheckSchema = "memprof.check/1";
 
 enum class Verdict { kOk, kRegressed, kImproved };
 std::string_view VerdictName(Verdict verdict);  // "ok", "regressed", ...

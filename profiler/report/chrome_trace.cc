@@ -27,89 +27,82 @@ Json Span(const std::string& name, const char* category, int pid, double ts,
 }
 
 // One counter event per category (one track each), plus the total.
-void Counters(Json& events, int pid, double ts, const Json& breakdown) {
-  int64_t total = 0;
+void Counters(Json& events, int pid, double ts, const Breakdown& breakdown) {
   for (Category c : kAllCategories) {
-    const std::string name(CategoryName(c));
-    const int64_t bytes = breakdown[name].get<int64_t>();
-    total += bytes;
-    events.push_back(Json{{"name", name},
+    events.push_back(Json{{"name", CategoryName(c)},
                           {"cat", "memory"},
                           {"ph", "C"},
                           {"pid", pid},
                           {"ts", ts},
-                          {"args", {{"bytes", bytes}}}});
+                          {"args", {{"bytes", breakdown[Index(c)]}}}});
   }
   events.push_back(Json{{"name", "total"},
                         {"cat", "memory"},
                         {"ph", "C"},
                         {"pid", pid},
                         {"ts", ts},
-                        {"args", {{"bytes", total}}}});
+                        {"args", {{"bytes", Sum(breakdown)}}}});
 }
 
 // Where the segment's peak event falls in time: its seq placed linearly
 // between the segment's first and last event (the hook records an order,
 // not a time, per event; the marks have times).
-double PeakTime(const Json& segment, double begin, double end) {
-  const double first = segment["begin_seq"].get<double>();
-  const double last = segment["end_seq"].get<double>();
-  const double at = segment["peak_seq"].get<double>();
+double PeakTime(const TimelineSegment& segment, double begin, double end) {
+  const double first = static_cast<double>(segment.begin_seq);
+  const double last = static_cast<double>(segment.end_seq);
+  const double at = static_cast<double>(segment.peak_seq);
   if (last <= first) return begin;
   return begin +
          (end - begin) * std::clamp((at - first) / (last - first), 0.0, 1.0);
 }
 
-void RankEvents(Json& events, const Json& rank, int64_t offset_us) {
-  const Json& context = rank["context"];
-  const int pid = context["rank"].get<int>();
+void ProcessMetadata(Json& events, const ReportContext& context) {
+  const int pid = context.rank;
   events.push_back(Metadata(
       "process_name", pid,
-      {{"name", "rank " + std::to_string(pid) + " (" +
-                    context["hostname"].get<std::string>() + ", pid " +
-                    std::to_string(context["pid"].get<int64_t>()) + ")"}}));
+      {{"name", "rank " + std::to_string(pid) + " (" + context.hostname +
+                    ", pid " + std::to_string(context.pid) + ")"}}));
   events.push_back(Metadata("process_sort_index", pid, {{"sort_index", pid}}));
   events.push_back(
       Metadata("thread_name", pid, {{"name", "training loop"}}, kLoopThread));
+}
 
-  const Json& timeline = rank["timeline"];
-  auto at = [&](const Json& segment, const char* key) {
-    return static_cast<double>(offset_us + segment[key].get<int64_t>());
-  };
+void RankEvents(Json& events, const RankReport& rank, int64_t offset_us) {
+  const int pid = rank.context.rank;
+  ProcessMetadata(events, rank.context);
+  const std::vector<TimelineSegment>& timeline = rank.timeline;
+  auto at = [&](int64_t us) { return static_cast<double>(offset_us + us); };
   // Steps first, so that each step's span encloses its phases.
   for (size_t i = 0; i < timeline.size();) {
-    const int step = timeline[i]["step"].get<int>();
+    const int step = timeline[i].step;
     size_t j = i;
-    while (j + 1 < timeline.size() && timeline[j + 1]["step"] == step) ++j;
+    while (j + 1 < timeline.size() && timeline[j + 1].step == step) ++j;
     if (step > 0) {
-      const double begin = at(timeline[i], "begin_us");
+      const double begin = at(timeline[i].begin_us);
       events.push_back(Span("step " + std::to_string(step), "step", pid, begin,
-                            at(timeline[j], "end_us") - begin,
-                            {{"step", step}}));
+                            at(timeline[j].end_us) - begin, {{"step", step}}));
     }
     i = j + 1;
   }
-  for (const Json& segment : timeline) {
-    const double begin = at(segment, "begin_us");
-    const double end = at(segment, "end_us");
-    events.push_back(Span(segment["phase"].get<std::string>(), "phase", pid,
-                          begin, end - begin,
-                          {{"step", segment["step"]},
-                           {"begin_seq", segment["begin_seq"]},
-                           {"end_seq", segment["end_seq"]},
-                           {"peak_bytes", segment["peak_bytes"]}}));
+  for (const TimelineSegment& segment : timeline) {
+    const double begin = at(segment.begin_us);
+    events.push_back(Span(std::string(PhaseName(segment.phase)), "phase", pid,
+                          begin, at(segment.end_us) - begin,
+                          {{"step", segment.step},
+                           {"begin_seq", segment.begin_seq},
+                           {"end_seq", segment.end_seq},
+                           {"peak_bytes", segment.peak_bytes}}));
   }
   for (size_t i = 0; i < timeline.size(); ++i) {
-    const Json& segment = timeline[i];
-    const double begin = at(segment, "begin_us");
-    const double end = at(segment, "end_us");
-    Counters(events, pid, begin, segment["begin_bytes"]);
-    if (segment["peak_seq"].get<int64_t>() >= 0) {
+    const TimelineSegment& segment = timeline[i];
+    const double begin = at(segment.begin_us);
+    const double end = at(segment.end_us);
+    Counters(events, pid, begin, segment.begin_bytes);
+    if (segment.peak_seq >= 0) {
       Counters(events, pid, PeakTime(segment, begin, end),
-               segment["peak_breakdown"]);
+               segment.peak_breakdown);
     }
-    if (i + 1 == timeline.size())
-      Counters(events, pid, end, segment["end_bytes"]);
+    if (i + 1 == timeline.size()) Counters(events, pid, end, segment.end_bytes);
   }
 }
 
@@ -117,15 +110,12 @@ void RankEvents(Json& events, const Json& rank, int64_t offset_us) {
 
 Json ChromeTraceJson(const RunView& view) {
   int64_t first_start = std::numeric_limits<int64_t>::max();
-  for (const Json& rank : view.ranks) {
-    first_start = std::min(
-        first_start, rank["context"]["session_start_unix_us"].get<int64_t>());
+  for (const RankReport& rank : view.ranks) {
+    first_start = std::min(first_start, rank.context.session_start_unix_us);
   }
   Json events = Json::array();
-  for (const Json& rank : view.ranks) {
-    RankEvents(
-        events, rank,
-        rank["context"]["session_start_unix_us"].get<int64_t>() - first_start);
+  for (const RankReport& rank : view.ranks) {
+    RankEvents(events, rank, rank.context.session_start_unix_us - first_start);
   }
   return Json{
       {"traceEvents", events},

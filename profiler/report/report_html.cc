@@ -9,12 +9,11 @@
 #include "profiler/base/category.h"
 #include "profiler/base/human_bytes.h"
 #include "profiler/predict/prediction.h"
+#include "profiler/report/summary.h"
 #include "profiler/report/svg_chart.h"
 
 namespace memprof {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 constexpr const char* kStyle = R"(
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif;
@@ -70,24 +69,6 @@ constexpr const char* kScript = R"(
 
 std::string Esc(const std::string& text) { return EscapeXml(text); }
 
-// object[key], or null when object is not an object or has no such key.
-const Json& Field(const Json& object, const std::string& key) {
-  static const Json kNull;
-  if (!object.is_object()) return kNull;
-  const auto it = object.find(key);
-  return it != object.end() ? *it : kNull;
-}
-
-std::string StringAt(const Json& object, const char* key) {
-  const Json& value = Field(object, key);
-  return value.is_string() ? value.get<std::string>() : "";
-}
-
-int64_t IntAt(const Json& object, const char* key) {
-  const Json& value = Field(object, key);
-  return value.is_number_integer() ? value.get<int64_t>() : 0;
-}
-
 std::string Head(const std::string& title) {
   return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
          "<meta charset=\"utf-8\">\n"
@@ -121,58 +102,47 @@ std::string Context(const ReportText& text) {
   return out;
 }
 
-std::vector<Band> PhaseBands(const Json& rank, int64_t step) {
+std::vector<Band> PhaseBands(const RankReport& rank, int64_t step) {
   std::vector<Band> bands;
-  const Json& timeline = Field(rank, "timeline");
-  if (!timeline.is_array()) return bands;
-  for (const Json& segment : timeline) {
-    if (IntAt(segment, "step") != step) continue;
-    const std::string phase = StringAt(segment, "phase");
-    const std::optional<Phase> known = PhaseFromName(phase);
-    const int64_t begin = IntAt(segment, "begin_seq");
-    const int64_t end = IntAt(segment, "end_seq");
-    bands.push_back(Band{static_cast<double>(begin),
-                         static_cast<double>(end),
+  for (const TimelineSegment& segment : rank.timeline) {
+    if (segment.step != step) continue;
+    const std::string phase(PhaseName(segment.phase));
+    bands.push_back(Band{static_cast<double>(segment.begin_seq),
+                         static_cast<double>(segment.end_seq),
                          phase,
-                         std::string(PhaseTint(known.value_or(Phase::kIdle))),
+                         std::string(PhaseTint(segment.phase)),
                          {{"data-phase", phase},
-                          {"data-begin-seq", std::to_string(begin)},
-                          {"data-end-seq", std::to_string(end)}}});
+                          {"data-begin-seq", std::to_string(segment.begin_seq)},
+                          {"data-end-seq", std::to_string(segment.end_seq)}}});
   }
   return bands;
 }
 
-std::vector<StackedLayer> SeriesLayers(const Json& series) {
+std::vector<StackedLayer> SeriesLayers(const LiveSeries& series) {
   std::vector<StackedLayer> layers;
-  const Json& bytes = Field(series, "bytes");
   for (Category c : kAllCategories) {
     const std::string name(CategoryName(c));
-    StackedLayer layer{name, std::string(CategoryColor(c)), {}, {}};
-    int64_t largest = 0;
-    const Json& values = Field(bytes, name);
-    if (!values.is_array()) continue;
-    for (const Json& v : values) {
-      layer.values.push_back(v.is_number_integer() ? v.get<int64_t>() : 0);
-      largest = std::max(largest, layer.values.back());
-    }
-    layer.data = {{"data-category", name},
-                  {"data-max-bytes", std::to_string(largest)}};
-    layers.push_back(std::move(layer));
+    const std::vector<int64_t>& values = series.bytes[Index(c)];
+    const int64_t largest =
+        values.empty() ? 0 : *std::max_element(values.begin(), values.end());
+    layers.push_back(StackedLayer{name,
+                                  std::string(CategoryColor(c)),
+                                  values,
+                                  {{"data-category", name},
+                                   {"data-max-bytes", std::to_string(largest)}}});
   }
   return layers;
 }
 
 // One rank's live bytes by category over its series' steady-state step.
-std::string RankChart(const Json& rank) {
-  const Json& context = Field(rank, "context");
-  const int64_t r = IntAt(context, "rank");
-  const std::string host = StringAt(context, "hostname");
-  const Json& series = Field(rank, "series");
-  const int64_t step = IntAt(series, "step");
+std::string RankChart(const RankReport& rank) {
+  const int64_t r = rank.context.rank;
+  const std::string& host = rank.context.hostname;
+  const LiveSeries& series = rank.series;
+  const int64_t step = series.step;
   std::string out = "<h3>Rank " + std::to_string(r) +
                     (host.empty() ? "" : " (" + Esc(host) + ")") + "</h3>\n";
-  const Json& seq = Field(series, "seq");
-  if (step == 0 || !seq.is_array() || seq.empty()) {
+  if (step == 0 || series.seq.empty()) {
     return out +
            "<p class=\"explain\">No steady-state step was recorded for "
            "this rank.</p>\n";
@@ -183,19 +153,16 @@ std::string RankChart(const Json& rank) {
                 ": live bytes by category, step " + std::to_string(step);
   chart.x_title = "allocation sequence (events)";
   chart.y_title = "live bytes";
-  for (const Json& v : seq) {
-    chart.x.push_back(v.is_number_integer() ? v.get<int64_t>() : 0);
-  }
+  chart.x = series.seq;
   chart.layers = SeriesLayers(series);
   chart.bands = PhaseBands(rank, step);
-  const Json& peak = Field(rank, "peak");
-  if (IntAt(peak, "step") == step) {
-    const int64_t total = IntAt(peak, "total_bytes");
+  const PeakFigures& peak = rank.peak;
+  if (peak.step == step) {
     chart.markers.push_back(
-        Marker{static_cast<double>(IntAt(peak, "seq")),
-               "peak " + HumanBytes(total),
-               {{"data-seq", std::to_string(IntAt(peak, "seq"))},
-                {"data-bytes", std::to_string(total)}}});
+        Marker{static_cast<double>(peak.seq),
+               "peak " + HumanBytes(peak.total_bytes),
+               {{"data-seq", std::to_string(peak.seq)},
+                {"data-bytes", std::to_string(peak.total_bytes)}}});
   }
   return out + RenderStackedArea(chart);
 }
@@ -206,16 +173,16 @@ std::string TimelineSection(const RunView& view) {
       "step</h2>\n<p class=\"explain\">Live bytes by category right after "
       "each allocation event of the step, stacked; the bands are the phases "
       "of the step, the dashed line the rank's peak.</p>\n";
-  for (const Json& rank : view.ranks) out += RankChart(rank);
+  for (const RankReport& rank : view.ranks) out += RankChart(rank);
   return out + "</section>\n";
 }
 
-Bar CategoryBar(const Json& rank, Category c, bool predicted) {
+Bar CategoryBar(const RankReport& rank, Category c, bool predicted) {
   const std::string name(CategoryName(c));
-  const int64_t r = IntAt(Field(rank, "context"), "rank");
-  const Json& entry = Field(Field(rank, "categories"), name);
+  const int64_t r = rank.context.rank;
   const char* figure = predicted ? "predicted_bytes" : ComparedFigure(c);
-  const int64_t bytes = IntAt(entry, figure);
+  const int64_t bytes = predicted ? rank.Of(c).predicted_bytes
+                                  : ComparedBytes(rank.Of(c), c);
   const std::string kind = predicted ? "predicted" : "measured";
   return Bar{bytes,
              std::string(CategoryColor(c)),
@@ -237,7 +204,7 @@ std::string PredictionSection(const RunView& view) {
   for (Category c : kAllCategories) {
     BarGroup group{std::string(CategoryName(c)), {}, {}};
     group.data = {{"data-category", group.label}};
-    for (const Json& rank : view.ranks) {
+    for (const RankReport& rank : view.ranks) {
       group.bars.push_back(CategoryBar(rank, c, true));
       group.bars.push_back(CategoryBar(rank, c, false));
     }

@@ -1,27 +1,27 @@
 #include "profiler/report/report_text.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "profiler/base/category.h"
 #include "profiler/base/human_bytes.h"
+#include "profiler/predict/fit.h"
 #include "profiler/predict/prediction.h"
 #include "profiler/report/summary.h"
 
 namespace memprof {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
 std::string Plural(int64_t n, const std::string& word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
-std::string Bytes(const Json& value) {
-  return HumanBytes(value.get<int64_t>());
-}
+std::string Bytes(int64_t bytes) { return HumanBytes(bytes); }
 
-std::string Scalar(const Json& value) {
+std::string Scalar(const nlohmann::json& value) {
   if (value.is_string()) return value.get<std::string>();
   if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
   if (value.is_number_float()) {
@@ -32,74 +32,78 @@ std::string Scalar(const Json& value) {
   return value.dump();
 }
 
-std::string RankHeader(const Json& rank) {
-  return "rank " + std::to_string(rank["context"]["rank"].get<int>());
+std::string Number(double value) { return Scalar(nlohmann::json(value)); }
+
+std::string RankHeader(const RankReport& rank) {
+  return "rank " + std::to_string(rank.context.rank);
 }
 
 // "4", or "4 configured, stopped in step 2 (out of memory)".
-std::string StepsRun(const Json& rank, int64_t configured) {
-  const Json& steps = rank["steps"];
-  const Json& last = steps.back();
-  if (last.value("completed", true)) return std::to_string(configured);
+std::string StepsRun(const RankReport& rank) {
+  const int64_t configured = rank.context.config.train.steps;
+  const StepReport& last = rank.steps.back();
+  if (last.completed) return std::to_string(configured);
   return std::to_string(configured) + " configured, stopped in step " +
-         std::to_string(last["step"].get<int>()) + " (out of memory)";
+         std::to_string(last.step) + " (out of memory)";
+}
+
+// "depth 3, hidden 64, ...": the model's section of the config, by key.
+std::string ModelShape(const RunConfig& config) {
+  const nlohmann::json all = ToJson(config);
+  std::string shape;
+  for (const auto& [key, value] : all[config.model].items()) {
+    shape += (shape.empty() ? "" : ", ") + key + " " + Scalar(value);
+  }
+  return shape;
+}
+
+std::string Hosts(const RunView& view) {
+  std::set<std::string> hosts;
+  for (const RankReport& rank : view.ranks) hosts.insert(rank.context.hostname);
+  std::string list;
+  for (const std::string& host : hosts) {
+    list += (list.empty() ? "" : ", ") + host;
+  }
+  return Plural(static_cast<int64_t>(hosts.size()), "host") + ": " + list;
 }
 
 std::vector<std::pair<std::string, std::string>> Context(const RunView& view) {
-  const Json& first = view.ranks.front();
-  const Json& context = first["context"];
-  const Json& config = context["config"];
-  const std::string model = config["model"].get<std::string>();
-  std::string shape;
-  if (config.contains(model) && config[model].is_object()) {
-    for (const auto& [key, value] : config[model].items()) {
-      shape += (shape.empty() ? "" : ", ") + key + " " + Scalar(value);
-    }
-  }
-  std::set<std::string> hosts;
-  for (const Json& rank : view.ranks) {
-    hosts.insert(rank["context"]["hostname"].get<std::string>());
-  }
-  std::string host_list;
-  for (const std::string& host : hosts) {
-    host_list += (host_list.empty() ? "" : ", ") + host;
-  }
-  const Json& train = config["train"];
-  const Json& ddp = first.value("ddp", Json::object());
-  const int64_t steady_from = first["peak"]["first_step"].get<int64_t>();
-  std::vector<std::pair<std::string, std::string>> out = {
-      {"config", config.value("source", std::string("(flags)"))},
-      {"model", model + (shape.empty() ? "" : ": " + shape)},
-      {"parameters",
-       GroupedInteger(first["parameters"].get<int64_t>()) + " (predicted " +
-           GroupedInteger(first["predicted_parameters"].get<int64_t>()) + ")"},
-      {"ranks", std::to_string(view.world_size) + " (" +
-                    context["backend"].get<std::string>() + ", " +
-                    context["device"].get<std::string>() + ") on " +
-                    Plural(static_cast<int64_t>(hosts.size()), "host") + ": " +
-                    host_list},
-      {"micro-batch",
-       std::to_string(first["micro_batch"].get<int64_t>()) + " per rank"},
-      {"steps", StepsRun(first, train["steps"].get<int64_t>()) +
-                    "; steady state from step " + std::to_string(steady_from)},
-      {"optimizer",
-       train["optimizer"].get<std::string>() +
-           (train.contains("dtype") ? ", " + Scalar(train["dtype"]) : "")},
+  const RankReport& first = view.ranks.front();
+  const ReportContext& context = first.context;
+  const RunConfig& config = context.config;
+  const std::string shape = ModelShape(config);
+  return {
+      {"config", config.source},
+      {"model", config.model + (shape.empty() ? "" : ": " + shape)},
+      {"parameters", GroupedInteger(first.parameters) + " (predicted " +
+                         GroupedInteger(first.predicted_parameters) + ")"},
+      {"ranks", std::to_string(view.world_size) + " (" + context.backend +
+                    ", " + context.device + ") on " + Hosts(view)},
+      {"micro-batch", std::to_string(first.micro_batch) + " per rank"},
+      {"steps", StepsRun(first) + "; steady state from step " +
+                    std::to_string(first.steady_first_step)},
+      {"optimizer", config.train.optimizer + ", " + config.train.dtype},
+      {"DDP", Plural(first.ddp.buckets, "bucket") + ", bucket_cap_mb " +
+                  Number(first.ddp.bucket_cap_mb) +
+                  ", gradient_as_bucket_view " +
+                  (first.ddp.gradient_as_bucket_view ? "true" : "false")},
+      {"libtorch", context.libtorch_version},
+      {"git", context.git_sha},
   };
-  if (ddp.is_object() && ddp.contains("buckets")) {
-    out.emplace_back("DDP", Plural(ddp["buckets"].get<int64_t>(), "bucket") +
-                                ", bucket_cap_mb " +
-                                Scalar(ddp["bucket_cap_mb"]) +
-                                ", gradient_as_bucket_view " +
-                                Scalar(ddp["gradient_as_bucket_view"]));
-  }
-  out.emplace_back("libtorch", context["libtorch_version"].get<std::string>());
-  out.emplace_back("git", context["git_sha"].get<std::string>());
-  return out;
+}
+
+// "42.00": bytes per parameter, for model state only.
+std::string BytesPerParameter(const RankReport& rank, Category c) {
+  if (!IsModelState(c) || rank.parameters <= 0) return "";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f",
+                static_cast<double>(rank.Of(c).peak_bytes) /
+                    static_cast<double>(rank.parameters));
+  return text;
 }
 
 ReportTable CategoriesTable(const RunView& view) {
-  const Json& summary = view.summary;
+  const RankReport& first = view.ranks.front();
   ReportTable table;
   table.id = "categories";
   table.title = "Memory by category";
@@ -108,46 +112,37 @@ ReportTable CategoriesTable(const RunView& view) {
       "(temporaries: their value at the peak), predicted and measured on each "
       "rank; error = measured - predicted.";
   table.header = {"category", "predicted"};
-  for (const Json& rank : view.ranks) {
+  for (const RankReport& rank : view.ranks) {
     table.header.push_back(RankHeader(rank));
     table.header.push_back("error");
   }
   table.header.push_back("bytes/P");
   table.numeric.assign(table.header.size(), true);
   table.numeric[0] = false;
-  const int64_t parameters = summary["parameters"].get<int64_t>();
   for (Category c : kAllCategories) {
-    const std::string name(CategoryName(c));
-    const Json& entry = summary["categories"][name];
-    std::vector<std::string> row = {name, Bytes(entry["predicted_bytes"][0])};
-    for (size_t i = 0; i < view.ranks.size(); ++i) {
-      row.push_back(Bytes(entry[ComparedFigure(c)][i]));
-      row.push_back(FormatError(entry["error"][i]));
+    std::vector<std::string> row = {std::string(CategoryName(c)),
+                                    Bytes(first.Of(c).predicted_bytes)};
+    for (const RankReport& rank : view.ranks) {
+      const CategoryFigures& f = rank.Of(c);
+      row.push_back(Bytes(ComparedBytes(f, c)));
+      row.push_back(
+          FormatError(ErrorOf(ComparedBytes(f, c), f.predicted_bytes)));
     }
-    const bool model_state = IsModelState(c);
-    std::string ratio;
-    if (model_state && parameters > 0) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%.2f",
-                    entry["peak_bytes"][0].get<double>() /
-                        static_cast<double>(parameters));
-      ratio = text;
-    }
-    row.push_back(ratio);
+    row.push_back(BytesPerParameter(first, c));
     table.rows.push_back(row);
   }
-  std::vector<std::string> peak = {
-      "peak (all)",
-      Bytes(summary["ranks"][0]["peak"]["predicted"]["total_bytes"])};
-  for (const Json& rank : summary["ranks"]) {
-    peak.push_back(Bytes(rank["peak"]["total_bytes"]));
-    peak.push_back(FormatError(rank["peak_error"]));
+  std::vector<std::string> peak = {"peak (all)",
+                                   Bytes(first.predicted_peak.total_bytes)};
+  for (const RankReport& rank : view.ranks) {
+    peak.push_back(Bytes(rank.peak.total_bytes));
+    peak.push_back(FormatError(
+        ErrorOf(rank.peak.total_bytes, rank.predicted_peak.total_bytes)));
   }
   peak.push_back("");
   table.rows.push_back(peak);
   table.notes.push_back(
       "bytes/P: bytes per parameter on rank " +
-      std::to_string(view.ranks.front()["context"]["rank"].get<int>()) +
+      std::to_string(first.context.rank) +
       " (fp32 + Adam: 4 each for weights and gradients, 8 for the moments, 4 "
       "for DDP buckets unless gradient_as_bucket_view). Model state does not "
       "shrink with more ranks; only activations follow the per-rank "
@@ -159,42 +154,44 @@ ReportTable PeakTable(const RunView& view) {
   ReportTable table;
   table.id = "peak";
   table.title = "Peak";
-  const Json& first = view.ranks.front();
-  const Json& predicted = first["peak"]["predicted"];
+  const RankReport& first = view.ranks.front();
+  const PredictedPeak& predicted = first.predicted_peak;
   table.caption =
       "Live bytes by category at each rank's steady-state peak "
       "(steps " +
-      std::to_string(first["peak"]["first_step"].get<int>()) +
+      std::to_string(first.steady_first_step) +
       " on), next to the predicted peak.";
   table.header = {"category", "predicted"};
-  for (const Json& rank : view.ranks) table.header.push_back(RankHeader(rank));
+  for (const RankReport& rank : view.ranks) {
+    table.header.push_back(RankHeader(rank));
+  }
   table.numeric.assign(table.header.size(), true);
   table.numeric[0] = false;
   for (Category c : kAllCategories) {
-    const std::string name(CategoryName(c));
-    std::vector<std::string> row = {name, Bytes(predicted["breakdown"][name])};
-    for (const Json& rank : view.ranks) {
-      row.push_back(Bytes(rank["peak"]["breakdown"][name]));
+    std::vector<std::string> row = {std::string(CategoryName(c)),
+                                    Bytes(predicted.breakdown[Index(c)])};
+    for (const RankReport& rank : view.ranks) {
+      row.push_back(Bytes(rank.peak.breakdown[Index(c)]));
     }
     table.rows.push_back(row);
   }
-  std::vector<std::string> total = {"total", Bytes(predicted["total_bytes"])};
-  for (const Json& rank : view.ranks) {
-    total.push_back(Bytes(rank["peak"]["total_bytes"]));
+  std::vector<std::string> total = {"total", Bytes(predicted.total_bytes)};
+  for (const RankReport& rank : view.ranks) {
+    total.push_back(Bytes(rank.peak.total_bytes));
   }
   table.rows.push_back(total);
-  for (const Json& rank : view.ranks) {
-    const Json& peak = rank["peak"];
+  for (const RankReport& rank : view.ranks) {
+    const PeakFigures& peak = rank.peak;
     table.notes.push_back(
-        RankHeader(rank) + ": " + Bytes(peak["total_bytes"]) + " (" +
-        GroupedInteger(peak["total_bytes"].get<int64_t>()) + " B) in step " +
-        std::to_string(peak["step"].get<int>()) + ", " +
-        Words(peak["phase"].get<std::string>()) + ", at event " +
-        GroupedInteger(peak["seq"].get<int64_t>()) + ".");
+        RankHeader(rank) + ": " + Bytes(peak.total_bytes) + " (" +
+        GroupedInteger(peak.total_bytes) + " B) in step " +
+        std::to_string(peak.step) + ", " +
+        Words(std::string(PhaseName(peak.phase))) + ", at event " +
+        GroupedInteger(peak.seq) + ".");
   }
-  table.notes.push_back("predicted: " + Bytes(predicted["total_bytes"]) +
-                        " in " + Words(predicted["phase"].get<std::string>()) +
-                        " (" + predicted["what"].get<std::string>() + ").");
+  table.notes.push_back("predicted: " + Bytes(predicted.total_bytes) + " in " +
+                        Words(std::string(PhaseName(predicted.phase))) + " (" +
+                        predicted.what + ").");
   return table;
 }
 
@@ -202,15 +199,14 @@ ReportTable StepsTable(const RunView& view) {
   ReportTable table;
   table.id = "steps";
   table.title = "Steps";
-  const Json& first = view.ranks.front();
-  const int steady_from = first["peak"]["first_step"].get<int>();
+  const RankReport& first = view.ranks.front();
   table.caption =
       "The peak of every step. Step 1 creates the gradients and the optimizer "
       "state, DDP rebuilds its buckets once in step 2; the steady state starts "
       "at step " +
-      std::to_string(steady_from) + ".";
+      std::to_string(first.steady_first_step) + ".";
   table.header = {"step", "state"};
-  for (const Json& rank : view.ranks) {
+  for (const RankReport& rank : view.ranks) {
     table.header.push_back(RankHeader(rank) + " peak");
     table.header.push_back("in");
     table.header.push_back("time");
@@ -220,48 +216,31 @@ ReportTable StepsTable(const RunView& view) {
   for (size_t i = 2; i < table.numeric.size(); i += 3) {
     table.numeric[i + 1] = false;
   }
-  size_t steps = first["steps"].size();
-  for (const Json& rank : view.ranks) {
-    steps = std::min(steps, rank["steps"].size());
+  size_t steps = first.steps.size();
+  for (const RankReport& rank : view.ranks) {
+    steps = std::min(steps, rank.steps.size());
   }
   for (size_t s = 0; s < steps; ++s) {
-    const Json& step = first["steps"][s];
-    std::vector<std::string> row = {
-        std::to_string(step["step"].get<int>()),
-        step["steady_state"].get<bool>() ? "steady" : "warm-up"};
-    for (const Json& rank : view.ranks) {
-      const Json& figures = rank["steps"][s];
+    const StepReport& step = first.steps[s];
+    std::vector<std::string> row = {std::to_string(step.step),
+                                    step.steady_state ? "steady" : "warm-up"};
+    for (const RankReport& rank : view.ranks) {
+      const StepReport& figures = rank.steps[s];
       char ms[32];
-      std::snprintf(ms, sizeof ms, "%.1f ms",
-                    1e3 * figures["seconds"].get<double>());
-      row.push_back(Bytes(figures["peak_bytes"]));
-      row.push_back(Words(figures["peak_phase"].get<std::string>()));
+      std::snprintf(ms, sizeof ms, "%.1f ms", 1e3 * figures.seconds);
+      row.push_back(Bytes(figures.peak_bytes));
+      row.push_back(Words(std::string(PhaseName(figures.peak_phase))));
       row.push_back(ms);
     }
     table.rows.push_back(row);
   }
-  const int64_t step1 = first["steps"][0]["peak_bytes"].get<int64_t>();
-  const int64_t steady = first["peak"]["total_bytes"].get<int64_t>();
+  const int64_t step1 = first.steps.front().peak_bytes;
+  const int64_t steady = first.peak.total_bytes;
   table.notes.push_back(RankHeader(first) + ": step 1 peaked at " +
                         HumanBytes(step1) + ", the steady state at " +
                         HumanBytes(steady) + " (" +
                         SignedBytes(steady - step1) + ").");
   return table;
-}
-
-std::vector<std::string> Redundancy(const RunView& view) {
-  std::vector<std::string> out;
-  const Json& first = view.ranks.front();
-  const int world = view.world_size;
-  for (const auto& [name, entry] : first["redundancy"].items()) {
-    out.push_back(RedundancySentence(name, entry, world));
-  }
-  return out;
-}
-
-bool RanOutOfMemory(const Json& rank) {
-  const auto it = rank.find("out_of_memory");
-  return it != rank.end() && it->is_object();
 }
 
 // Live bytes by category where each rank ran out of memory.
@@ -274,27 +253,27 @@ ReportTable OutOfMemoryTable(const RunView& view) {
       "rank stopped there. The figures in the other tables cover the steps "
       "up to and including the one cut short.";
   table.header = {"category"};
-  std::vector<const Json*> failed;
-  for (const Json& rank : view.ranks) {
-    if (!RanOutOfMemory(rank)) continue;
-    failed.push_back(&rank["out_of_memory"]);
+  std::vector<const OutOfMemoryFigures*> failed;
+  for (const RankReport& rank : view.ranks) {
+    if (!rank.out_of_memory) continue;
+    failed.push_back(&*rank.out_of_memory);
     table.header.push_back(RankHeader(rank));
   }
   table.numeric.assign(table.header.size(), true);
   table.numeric[0] = false;
   for (Category c : kAllCategories) {
-    const std::string name(CategoryName(c));
-    std::vector<std::string> row = {name};
-    for (const Json* oom : failed)
-      row.push_back(Bytes((*oom)["breakdown"][name]));
+    std::vector<std::string> row = {std::string(CategoryName(c))};
+    for (const OutOfMemoryFigures* oom : failed) {
+      row.push_back(Bytes(oom->breakdown[Index(c)]));
+    }
     table.rows.push_back(row);
   }
   std::vector<std::string> live = {"live"}, requested = {"refused allocation"},
                            limit = {"limit"};
-  for (const Json* oom : failed) {
-    live.push_back(Bytes((*oom)["live_bytes"]));
-    requested.push_back(Bytes((*oom)["requested_bytes"]));
-    limit.push_back(Bytes((*oom)["limit_bytes"]));
+  for (const OutOfMemoryFigures* oom : failed) {
+    live.push_back(Bytes(oom->live_bytes));
+    requested.push_back(Bytes(oom->requested_bytes));
+    limit.push_back(Bytes(oom->limit_bytes));
   }
   table.rows.push_back(live);
   table.rows.push_back(requested);
@@ -304,33 +283,47 @@ ReportTable OutOfMemoryTable(const RunView& view) {
 
 }  // namespace
 
+std::string OutOfMemoryMessage(const OutOfMemoryFigures& oom) {
+  return "out of memory in " + std::string(PhaseName(oom.phase)) +
+         (oom.step > 0 ? " of step " + std::to_string(oom.step) : "") +
+         ": tried to allocate " + HumanBytes(oom.requested_bytes) + " with " +
+         HumanBytes(oom.live_bytes) + " (" + std::to_string(oom.live_bytes) +
+         " B) live of the " + HumanBytes(oom.limit_bytes) + " (" +
+         std::to_string(oom.limit_bytes) + " B) --memory-limit";
+}
+
+std::string OutOfMemorySentence(const OutOfMemoryFigures& oom) {
+  return OutOfMemoryMessage(oom) + " (" + FitVerdictSentence(oom.fit) + ")";
+}
+
 ReportText BuildReportText(const RunView& view) {
   ReportText text;
-  const Json& first = view.ranks.front();
-  text.title =
-      "memprof: " + first["context"]["config"]["model"].get<std::string>() +
-      ", " + GroupedInteger(first["parameters"].get<int64_t>()) +
-      " parameters, " + Plural(view.world_size, "rank");
+  const RankReport& first = view.ranks.front();
+  text.title = "memprof: " + first.context.config.model + ", " +
+               GroupedInteger(first.parameters) + " parameters, " +
+               Plural(view.world_size, "rank");
   text.context = Context(view);
   for (const RankFileProblem& problem : view.problems) {
     text.incomplete.push_back("rank " + std::to_string(problem.rank) +
                               " is left out: " + problem.path + ": " +
                               problem.reason);
   }
-  for (const Json& rank : view.ranks) {
-    if (!RanOutOfMemory(rank)) continue;
-    const Json& oom = rank["out_of_memory"];
-    text.out_of_memory.push_back(RankHeader(rank) + ": " +
-                                 oom["message"].get<std::string>() + ". " +
-                                 oom["explanation"].get<std::string>() + ".");
+  for (const RankReport& rank : view.ranks) {
+    if (!rank.out_of_memory) continue;
+    text.out_of_memory.push_back(
+        RankHeader(rank) + ": " + OutOfMemoryMessage(*rank.out_of_memory) +
+        ". " + FitVerdictSentence(rank.out_of_memory->fit) + ".");
   }
-  if (!text.out_of_memory.empty())
+  if (!text.out_of_memory.empty()) {
     text.tables.push_back(OutOfMemoryTable(view));
+  }
   for (ReportTable table :
        {CategoriesTable(view), PeakTable(view), StepsTable(view)}) {
     text.tables.push_back(std::move(table));
   }
-  text.redundancy = Redundancy(view);
+  for (const RedundancyFigures& entry : first.redundancy) {
+    text.redundancy.push_back(RedundancySentence(entry, view.world_size));
+  }
   return text;
 }
 

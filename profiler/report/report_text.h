@@ -36,4 +36,11 @@ struct ReportText {
 
 ReportText BuildReportText(const RunView& view);
 
+// "out of memory in backward of step 2: tried to allocate 16.0 KiB with
+// 194.5 KiB (199,184 B) live of the 195.3 KiB (200,000 B) --memory-limit".
+std::string OutOfMemoryMessage(const OutOfMemoryFigures& oom);
+// The message, then the fit verdict in parentheses: one line for the
+// console and the launcher.
+std::string OutOfMemorySentence(const OutOfMemoryFigures& oom);
+
 }  // namespace memprof

@@ -1,5 +1,5 @@
 // The reports a person reads (report.md, report.html, trace.json), rendered
-// from the rank reports' JSON alone: by rank 0 at the end of a profile, or
+// from the rank reports alone: by rank 0 at the end of a profile, or
 // by `memprof report --run DIR` from files copied off another machine.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "profiler/report/rank_report.h"
 
 namespace memprof {
 
@@ -22,19 +22,13 @@ struct RankFileProblem {
 struct RunView {
   std::string dir;
   int world_size = 0;
-  std::vector<nlohmann::ordered_json> ranks;  // readable (memprof.rank/1)
-  std::vector<RankFileProblem> problems;      // by rank; empty: complete
-  nlohmann::ordered_json summary;             // BuildSummary(ranks)
+  std::vector<RankReport> ranks;          // readable, in rank order
+  std::vector<RankFileProblem> problems;  // by rank; empty: complete
   bool complete() const { return problems.empty(); }
 };
 
-// Every field of a rank report the renderers read, with its type; throws
-// InputError naming the first missing or mistyped one ("peak.step: ...").
-void ValidateRankReport(const nlohmann::ordered_json& rank);
-
 // The reports of a finished run, in rank order (all of them valid).
-RunView RunViewOf(const std::string& dir,
-                  std::vector<nlohmann::ordered_json> ranks);
+RunView RunViewOf(const std::string& dir, std::vector<RankReport> ranks);
 
 // Throws InputError naming `dir` (as the --run flag) unless it is a
 // directory.

@@ -1,40 +1,52 @@
-// The summary of a run: every rank's figures side by side, built from the
-// rank reports' JSON alone (so it can be rebuilt from files).
+// The summary of a run: every rank's figures side by side with the
+// prediction, from the rank reports alone (so it can be rebuilt from
+// files): summary.json, the console table, and the phrases the other
+// renderers share (errors, redundancy).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "profiler/base/schema_version.h"
+#include "profiler/report/rank_report.h"
+
 namespace memprof {
 
-inline constexpr const char* kSummarySchema = "memprof.summary/1";
+// measured - predicted, and that as a percentage of the prediction (none
+// for a prediction of 0, unless the error is 0 too).
+struct ErrorFigure {
+  int64_t bytes = 0;
+  std::optional<double> percent;
+};
+ErrorFigure ErrorOf(int64_t measured, int64_t predicted);
 
-// `ranks` are rank reports (memprof.rank/1), in rank order.
-nlohmann::ordered_json BuildSummary(
-    const std::vector<nlohmann::ordered_json>& ranks);
+// The figure a category's prediction is compared with (ComparedFigure).
+int64_t ComparedBytes(const CategoryFigures& figures, Category category);
 
-// An error object {"bytes", "percent"} as "+1.00 KiB (+0.52%)"; no
-// percentage when it is null (a prediction of 0).
-std::string FormatError(const nlohmann::ordered_json& error);
+// "+1.00 KiB (+0.52%)"; no percentage when there is none.
+std::string FormatError(const ErrorFigure& error);
 
 // A category or phase name for a sentence: "optimizer_state" ->
 // "optimizer state".
 std::string Words(std::string name);
 
 // "optimizer state, 86.6 KiB per rank, bit-identical on all 2 ranks:
-// 86.6 KiB held in duplicate", from a rank report's redundancy.<category>.
-std::string RedundancySentence(const std::string& category,
-                               const nlohmann::ordered_json& entry,
+// 86.6 KiB held in duplicate".
+std::string RedundancySentence(const RedundancyFigures& entry,
                                int64_t world_size);
 
 // One line: the steady-state steps' median time of a rank report (the
 // whole output of a --no-hook run).
-std::string FormatStepTimes(const nlohmann::ordered_json& rank);
+std::string FormatStepTimes(const RankReport& rank);
+
+// summary.json (memprof.summary/1). `ranks` in rank order.
+nlohmann::ordered_json SummaryJson(const std::vector<RankReport>& ranks);
 
 // One row per category, one column per rank, then the peak and the
 // redundancy audit in words.
-std::string FormatSummaryTable(const nlohmann::ordered_json& summary);
+std::string FormatSummaryTable(const std::vector<RankReport>& ranks);
 
 }  // namespace memprof

@@ -74,14 +74,14 @@ int64_t CountElements(const std::vector<torch::Tensor>& tensors) {
 
 }  // namespace
 
-RankReport RunRank(const RunConfig& config, ProcessGroup& group,
+RankRun RunRank(const RunConfig& config, ProcessGroup& group,
                    int64_t memory_limit_bytes) {
   MemoryTracker& tracker = MemoryTracker::Get();
   tracker.SetMemoryLimit(memory_limit_bytes);
-  RankReport report;
-  report.context.rank = group.rank();
-  report.context.world_size = group.size();
-  report.context.backend = "gloo";
+  RankRun report;
+  report.rank = group.rank();
+  report.world_size = group.size();
+  report.backend = "gloo";
   report.hooked = CpuHookInstalled();
   report.config = config;
   report.micro_batch = MicroBatch(config);

@@ -1,27 +1,18 @@
-// RankReport: one rank's figures as a plain struct; rank-<r>.json only
-// formats it, and the summary (summary.h) reads that JSON.
+// RankRun: what one rank's training run produced under the hook (its
+// capture, the figures analysed from it, the step records, the audit), and
+// the rank report (report/rank_report.h) built from it.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "profiler/capture/lifetime_analysis.h"
 #include "profiler/predict/prediction.h"
-#include "profiler/train/redundancy.h"
 #include "profiler/base/run_config.h"
+#include "profiler/report/rank_report.h"
+#include "profiler/train/redundancy.h"
 
 namespace memprof {
-
-inline constexpr const char* kRankSchema = "memprof.rank/1";
-
-struct RankContext {
-  int rank = 0;
-  int world_size = 1;
-  std::string device = "cpu";
-  std::string backend = "gloo";
-};
 
 struct StepRecord {
   double seconds = 0;
@@ -31,8 +22,11 @@ struct StepRecord {
   bool completed = true;  // false: cut short by out-of-memory
 };
 
-struct RankReport {
-  RankContext context;
+struct RankRun {
+  int rank = 0;
+  int world_size = 1;
+  std::string device = "cpu";
+  std::string backend = "gloo";
   bool hooked = true;  // false: --no-hook, no memory figures
   RunConfig config;
   int64_t parameters = 0;  // number of parameter elements (P)
@@ -52,6 +46,8 @@ struct RankReport {
   bool RanOutOfMemory() const { return capture.out_of_memory.seq >= 0; }
 };
 
-nlohmann::ordered_json ToJson(const RankReport& report);
+// The rank report of `run`: its figures, the prediction beside them, the
+// process's context (host, pid, LibTorch, source revision).
+RankReport ReportOf(const RankRun& run);
 
 }  // namespace memprof

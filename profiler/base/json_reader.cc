@@ -1,0 +1,204 @@
+#include "profiler/base/json_reader.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "profiler/base/errors.h"
+#include "profiler/base/schema_version.h"
+
+namespace memprof {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string Shorten(const std::string& text) {
+  constexpr size_t kShown = 40;
+  return text.size() > kShown ? text.substr(0, kShown) + "..." : text;
+}
+
+// nlohmann's message without its "[json.exception.parse_error.101] " tag.
+std::string Untagged(const std::string& what) {
+  const size_t end = what.find("] ");
+  return end == std::string::npos ? what : what.substr(end + 2);
+}
+
+}  // namespace
+
+std::string JsonPath(const std::string& where, const std::string& key) {
+  return where.empty() ? key : where + "." + key;
+}
+
+std::string JsonElement(const std::string& where, size_t i) {
+  return where + "[" + std::to_string(i) + "]";
+}
+
+std::string DescribeJson(const Json& value) {
+  switch (value.type()) {
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::boolean:
+      return value.get<bool>() ? "true" : "false";
+    case Json::value_t::string:
+      return "'" + Shorten(value.get_ref<const std::string&>()) + "'";
+    case Json::value_t::number_float:
+      return "the fraction " + value.dump();
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned:
+      return value.dump();
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::object:
+      return "an object";
+    default:
+      return "a binary value";
+  }
+}
+
+void JsonReader::Fail(const std::string& where,
+                      const std::string& reason) const {
+  throw InputError(origin_ + ": " + (where.empty() ? "" : where + ": ") +
+                   reason + "; " + remedy_);
+}
+
+Json JsonReader::Parse(const std::string& text) const {
+  try {
+    return Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    const bool truncated = e.byte >= text.size();
+    Fail("", std::string(truncated ? "the file ends early (truncated?): "
+                                   : "not valid JSON: ") +
+                 Untagged(e.what()));
+  } catch (const Json::exception& e) {
+    // out_of_range 406: a number too large for a double ("1e400").
+    Fail("", "not valid JSON: " + Untagged(e.what()));
+  }
+}
+
+void JsonReader::Schema(const Json& doc, const std::string& expected) const {
+  if (!doc.is_object()) {
+    Fail("", "expected a JSON object, got " + DescribeJson(doc));
+  }
+  const std::string found = String(doc, "", "schema");
+  const std::string mismatch = SchemaMismatch(found, expected);
+  if (mismatch.empty()) return;
+  std::string hint;
+  if (SchemaMismatch(found, kRankSchema).empty()) {
+    hint = " (this is a rank report)";
+  } else if (SchemaMismatch(found, kBaselineSchema).empty()) {
+    hint = " (this is a baseline)";
+  }
+  Fail("schema", mismatch + hint);
+}
+
+const Json& JsonReader::Member(const Json& object, const std::string& where,
+                               const std::string& key) const {
+  const auto it = object.find(key);
+  if (it == object.end()) Fail(where, "missing '" + key + "'");
+  return *it;
+}
+
+const Json& JsonReader::Object(const Json& object, const std::string& where,
+                               const std::string& key) const {
+  const Json& value = Member(object, where, key);
+  if (!value.is_object()) {
+    Fail(JsonPath(where, key), "expected an object, got " + DescribeJson(value));
+  }
+  return value;
+}
+
+const Json& JsonReader::Array(const Json& object, const std::string& where,
+                              const std::string& key) const {
+  const Json& value = Member(object, where, key);
+  if (!value.is_array()) {
+    Fail(JsonPath(where, key), "expected an array, got " + DescribeJson(value));
+  }
+  return value;
+}
+
+const Json& JsonReader::ObjectAt(const Json& array, const std::string& where,
+                                 size_t i) const {
+  const Json& value = array[i];
+  if (!value.is_object()) {
+    Fail(JsonElement(where, i), "expected an object, got " + DescribeJson(value));
+  }
+  return value;
+}
+
+std::string JsonReader::String(const Json& object, const std::string& where,
+                               const std::string& key) const {
+  const Json& value = Member(object, where, key);
+  if (!value.is_string()) {
+    Fail(JsonPath(where, key), "expected a string, got " + DescribeJson(value));
+  }
+  return value.get<std::string>();
+}
+
+bool JsonReader::Bool(const Json& object, const std::string& where,
+                      const std::string& key) const {
+  const Json& value = Member(object, where, key);
+  if (!value.is_boolean()) {
+    Fail(JsonPath(where, key),
+         "expected true or false, got " + DescribeJson(value));
+  }
+  return value.get<bool>();
+}
+
+double JsonReader::Number(const Json& object, const std::string& where,
+                          const std::string& key) const {
+  const Json& value = Member(object, where, key);
+  if (!value.is_number() || !std::isfinite(value.get<double>())) {
+    Fail(JsonPath(where, key), "expected a number, got " + DescribeJson(value));
+  }
+  return value.get<double>();
+}
+
+int64_t JsonReader::Integer(const Json& object, const std::string& where,
+                            const std::string& key, int64_t min,
+                            int64_t max) const {
+  return Integer(Member(object, where, key), JsonPath(where, key), min, max);
+}
+
+int64_t JsonReader::Integer(const Json& value, const std::string& where,
+                            int64_t min, int64_t max) const {
+  const std::string range = "an integer in [" + std::to_string(min) + ", " +
+                            std::to_string(max) + "]";
+  if (!value.is_number_integer()) {
+    Fail(where, "expected " + range + ", got " + DescribeJson(value));
+  }
+  // Parsed non-negative integers are unsigned: compare before narrowing.
+  const bool in_range =
+      value.is_number_unsigned()
+          ? max >= 0 && value.get<uint64_t>() <= static_cast<uint64_t>(max) &&
+                (min <= 0 ||
+                 value.get<uint64_t>() >= static_cast<uint64_t>(min))
+          : value.get<int64_t>() >= min && value.get<int64_t>() <= max;
+  if (!in_range) {
+    Fail(where, "expected " + range + ", got " + DescribeJson(value));
+  }
+  return value.get<int64_t>();
+}
+
+std::string ReadTextFile(const std::string& path, const std::string& remedy) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    throw InputError("cannot read '" + path + "': it is a directory; " +
+                     remedy);
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw InputError("cannot read '" + path + "': " + std::strerror(errno) +
+                     "; " + remedy);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    throw InputError("cannot read '" + path + "': read error; " + remedy);
+  }
+  return text.str();
+}
+
+}  // namespace memprof

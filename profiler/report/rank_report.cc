@@ -1,0 +1,188 @@
+#include "profiler/report/rank_report.h"
+
+#include <filesystem>
+
+#include "profiler/base/errors.h"
+#include "profiler/base/schema_version.h"
+#include "profiler/report/breakdown_json.h"
+
+namespace memprof {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json PeakJson(const PeakFigures& peak, const char* scope) {
+  return Json{{"total_bytes", peak.total_bytes},
+              {"phase", PhaseName(peak.phase)},
+              {"step", peak.step},
+              {"seq", peak.seq},
+              {"breakdown", BreakdownJson(peak.breakdown)},
+              {"scope", scope}};
+}
+
+Json CategoriesJson(const RankReport& r) {
+  Json categories = Json::object();
+  for (Category c : kAllCategories) {
+    const CategoryFigures& f = r.Of(c);
+    Json entry{{"measured_bytes", f.measured_bytes},
+               {"peak_bytes", f.peak_bytes},
+               {"predicted_bytes", f.predicted_bytes},
+               {"end_bytes", f.end_bytes},
+               {"allocated_bytes", f.allocated_bytes},
+               {"freed_bytes", f.freed_bytes}};
+    if (c == Category::kWeights) entry["buffers_bytes"] = r.buffers_bytes;
+    categories[CategoryName(c)] = entry;
+  }
+  return categories;
+}
+
+Json StepJson(const StepReport& s) {
+  return Json{{"step", s.step},
+              {"steady_state", s.steady_state},
+              {"completed", s.completed},
+              {"seconds", s.seconds},
+              {"comm_seconds", s.comm_seconds},
+              {"loss", s.loss},
+              {"peak_bytes", s.peak_bytes},
+              {"peak_phase", PhaseName(s.peak_phase)},
+              {"peak_seq", s.peak_seq},
+              {"breakdown", BreakdownJson(s.breakdown)},
+              {"max_bytes", BreakdownJson(s.max_bytes)},
+              {"end_bytes", BreakdownJson(s.end_bytes)}};
+}
+
+Json SegmentJson(const TimelineSegment& seg) {
+  return Json{{"step", seg.step},
+              {"phase", PhaseName(seg.phase)},
+              {"begin_seq", seg.begin_seq},
+              {"end_seq", seg.end_seq},
+              {"begin_us", seg.begin_us},
+              {"end_us", seg.end_us},
+              {"begin_bytes", BreakdownJson(seg.begin_bytes)},
+              {"peak_bytes", seg.peak_bytes},
+              {"peak_seq", seg.peak_seq},
+              {"peak_breakdown", BreakdownJson(seg.peak_breakdown)},
+              {"end_bytes", BreakdownJson(seg.end_bytes)}};
+}
+
+Json SeriesJson(const LiveSeries& series) {
+  Json bytes = Json::object();
+  for (Category c : kAllCategories) {
+    bytes[CategoryName(c)] = series.bytes[Index(c)];
+  }
+  return Json{{"step", series.step}, {"seq", series.seq}, {"bytes", bytes}};
+}
+
+Json RedundancyJson(const std::vector<RedundancyFigures>& redundancy) {
+  Json out = Json::object();
+  for (const RedundancyFigures& entry : redundancy) {
+    out[CategoryName(entry.category)] =
+        Json{{"bytes", entry.bytes},
+             {"identical_across_ranks", entry.identical_across_ranks},
+             {"redundant_bytes", entry.redundant_bytes},
+             {"rank_hashes", entry.rank_hashes}};
+  }
+  return out;
+}
+
+Json FitJson(const FitAnswer& fit) {
+  return Json{{"verdict", FitVerdictName(fit.verdict)},
+              {"world_size", fit.world_size},
+              {"micro_batch", fit.micro_batch},
+              {"peak_bytes", fit.peak_bytes},
+              {"model_state_bytes", fit.model_state_bytes},
+              {"peak1_bytes", fit.peak1_bytes},
+              {"largest_micro_batch", fit.largest_micro_batch},
+              {"largest_peak_bytes", fit.largest_peak_bytes},
+              {"zero_stage", fit.zero_stage},
+              {"zero_peak_bytes",
+               {fit.zero_peak_bytes[1], fit.zero_peak_bytes[2],
+                fit.zero_peak_bytes[3]}},
+              {"zero3_ranks", fit.zero3_ranks}};
+}
+
+Json OutOfMemoryJson(const std::optional<OutOfMemoryFigures>& oom) {
+  if (!oom) return nullptr;
+  return Json{{"limit_bytes", oom->limit_bytes},
+              {"requested_bytes", oom->requested_bytes},
+              {"live_bytes", oom->live_bytes},
+              {"seq", oom->seq},
+              {"phase", PhaseName(oom->phase)},
+              {"step", oom->step},
+              {"breakdown", BreakdownJson(oom->breakdown)},
+              {"fit", FitJson(oom->fit)}};
+}
+
+Json ContextJson(const ReportContext& c) {
+  return Json{{"rank", c.rank},
+              {"world_size", c.world_size},
+              {"device", c.device},
+              {"backend", c.backend},
+              {"libtorch_version", c.libtorch_version},
+              {"git_sha", c.git_sha},
+              {"hostname", c.hostname},
+              {"pid", c.pid},
+              {"session_start_unix_us", c.session_start_unix_us},
+              {"config", ToJson(c.config)}};
+}
+
+}  // namespace
+
+Json ToJson(const RankReport& r) {
+  Json peak = PeakJson(r.peak, "steady_state");
+  peak["first_step"] = r.steady_first_step;
+  peak["predicted"] =
+      Json{{"total_bytes", r.predicted_peak.total_bytes},
+           {"phase", PhaseName(r.predicted_peak.phase)},
+           {"what", r.predicted_peak.what},
+           {"breakdown", BreakdownJson(r.predicted_peak.breakdown)}};
+  Json steps = Json::array();
+  for (const StepReport& s : r.steps) steps.push_back(StepJson(s));
+  Json timeline = Json::array();
+  for (const TimelineSegment& seg : r.timeline) {
+    timeline.push_back(SegmentJson(seg));
+  }
+  return Json{
+      {"schema", kRankSchema},
+      {"context", ContextJson(r.context)},
+      {"parameters", r.parameters},
+      {"predicted_parameters", r.predicted_parameters},
+      {"micro_batch", r.micro_batch},
+      {"categories", CategoriesJson(r)},
+      {"peak", peak},
+      {"run_peak", PeakJson(r.run_peak, "run")},
+      {"steps", steps},
+      {"ddp",
+       {{"buckets", r.ddp.buckets},
+        {"bucket_cap_mb", r.ddp.bucket_cap_mb},
+        {"gradient_as_bucket_view", r.ddp.gradient_as_bucket_view}}},
+      {"redundancy", RedundancyJson(r.redundancy)},
+      {"out_of_memory", OutOfMemoryJson(r.out_of_memory)},
+      {"timeline", timeline},
+      {"series", SeriesJson(r.series)},
+      {"hook",
+       {{"installed", r.hook.installed},
+        {"allocations", r.hook.allocations},
+        {"allocated_bytes", r.hook.allocated_bytes},
+        {"freed_bytes", r.hook.freed_bytes},
+        {"ownership_not_found", r.hook.ownership_not_found},
+        {"ownership_conflicts", r.hook.ownership_conflicts}}},
+  };
+}
+
+void RequireMemoryFigures(const RankReport& report,
+                          const std::string& origin) {
+  if (!report.hook.installed) {
+    throw InputError(origin +
+                     ": hook.installed: false: a --no-hook run has step times "
+                     "only, no memory figures; profile without --no-hook");
+  }
+}
+
+std::string RankReportPath(const std::string& dir, int rank) {
+  return (std::filesystem::path(dir) /
+          ("rank-" + std::to_string(rank) + ".json"))
+      .string();
+}
+
+}  // namespace memprof

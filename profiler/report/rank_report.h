@@ -1,0 +1,180 @@
+// RankReport: one rank's figures, the schema of rank-<r>.json
+// (memprof.rank/1). This struct is the schema: ToJson is the only code that
+// writes the file and RankReportFromJson the only code that reads it;
+// reports/SCHEMA.md documents it and tests/report/schema_doc_test.cc keeps
+// the two in step. Every reader of a run (report, check, baseline, fit
+// --measure, sweep, the launcher, rank 0's gather) goes through it, and the
+// renderers take it, never JSON. Torch-free.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "profiler/base/category.h"
+#include "profiler/base/run_config.h"
+#include "profiler/predict/fit.h"
+
+namespace memprof {
+
+struct ReportContext {
+  int rank = 0;
+  int world_size = 1;
+  std::string device = "cpu";
+  std::string backend = "gloo";
+  std::string libtorch_version;
+  std::string git_sha;
+  std::string hostname;
+  int64_t pid = 0;
+  int64_t session_start_unix_us = 0;  // the hook's session, wall clock
+  RunConfig config;
+};
+
+// categories.<c>: each category's figures.
+struct CategoryFigures {
+  int64_t measured_bytes = 0;   // live at the steady-state peak
+  int64_t peak_bytes = 0;       // its own maximum in the steady state
+  int64_t predicted_bytes = 0;  // the prediction for this rank
+  int64_t end_bytes = 0;        // live when the run ended
+  int64_t allocated_bytes = 0;  // allocated over the whole run
+  int64_t freed_bytes = 0;
+};
+
+// The live bytes right after the allocation at `seq`.
+struct PeakFigures {
+  int64_t total_bytes = 0;
+  Phase phase = Phase::kIdle;
+  int step = 0;
+  int64_t seq = -1;  // -1: nothing was allocated in the scope
+  Breakdown breakdown{};
+};
+
+struct PredictedPeak {
+  int64_t total_bytes = 0;
+  Phase phase = Phase::kIdle;
+  std::string what;  // which moment of the step the prediction describes
+  Breakdown breakdown{};
+};
+
+struct StepReport {
+  int step = 0;  // 1..K
+  bool steady_state = false;
+  bool completed = true;  // false: cut short by out-of-memory
+  double seconds = 0;
+  double comm_seconds = 0;  // in all-reduces (Note [Communication time])
+  double loss = 0;
+  int64_t peak_bytes = 0;
+  Phase peak_phase = Phase::kIdle;
+  int64_t peak_seq = -1;
+  Breakdown breakdown{};  // at the step's peak
+  Breakdown max_bytes{};  // each category's own maximum within the step
+  Breakdown end_bytes{};  // live when the step ended
+};
+
+// One stretch of the run between two phase marks.
+struct TimelineSegment {
+  int step = 0;
+  Phase phase = Phase::kIdle;
+  int64_t begin_seq = 0;
+  int64_t end_seq = 0;
+  int64_t begin_us = 0;  // since the session began
+  int64_t end_us = 0;
+  Breakdown begin_bytes{};
+  int64_t peak_bytes = 0;
+  int64_t peak_seq = -1;  // -1: the segment allocated nothing
+  Breakdown peak_breakdown{};
+  Breakdown end_bytes{};
+};
+
+// Live bytes by category over the step of the steady-state peak, one point
+// per event (thinned): bytes[c][i] after the event seq[i].
+struct LiveSeries {
+  int step = 0;  // 0: no steady-state peak
+  std::vector<int64_t> seq;
+  std::array<std::vector<int64_t>, kNumCategories> bytes;
+};
+
+struct DdpFigures {
+  int64_t buckets = 0;
+  double bucket_cap_mb = 0;
+  bool gradient_as_bucket_view = false;
+};
+
+// redundancy.<category>: is this rank's copy bit-identical on every rank?
+struct RedundancyFigures {
+  Category category = Category::kWeights;
+  int64_t bytes = 0;  // this rank's copy
+  bool identical_across_ranks = false;
+  int64_t redundant_bytes = 0;  // (N - 1) * bytes when identical, else 0
+  std::vector<std::string> rank_hashes;  // XXH3-64 per rank, 16 hex digits
+};
+
+// out_of_memory: where --memory-limit refused an allocation, and the fit
+// verdict for the limit as values (renderers write the sentences).
+struct OutOfMemoryFigures {
+  int64_t limit_bytes = 0;
+  int64_t requested_bytes = 0;
+  int64_t live_bytes = 0;
+  int64_t seq = 0;
+  Phase phase = Phase::kIdle;
+  int step = 0;  // 0: before the first step
+  Breakdown breakdown{};  // live bytes by category at the refusal
+  FitAnswer fit;          // Fit(config, limit_bytes)
+};
+
+struct HookFigures {
+  bool installed = true;  // false: --no-hook, step times only
+  int64_t allocations = 0;
+  int64_t allocated_bytes = 0;
+  int64_t freed_bytes = 0;
+  int64_t ownership_not_found = 0;
+  int64_t ownership_conflicts = 0;
+};
+
+struct RankReport {
+  ReportContext context;
+  int64_t parameters = 0;  // parameter elements (P), counted on the module
+  int64_t predicted_parameters = 0;  // from the size table
+  int64_t micro_batch = 0;
+  std::array<CategoryFigures, kNumCategories> categories{};
+  int64_t buffers_bytes = 0;  // module buffers, a sub-figure of weights
+  PeakFigures peak;           // steady state
+  int steady_first_step = 0;  // the steady state's first step
+  PredictedPeak predicted_peak;
+  PeakFigures run_peak;  // whole run, set-up and step 1 included
+  std::vector<StepReport> steps;
+  DdpFigures ddp;
+  std::vector<RedundancyFigures> redundancy;  // weights, optimizer_state
+  std::optional<OutOfMemoryFigures> out_of_memory;
+  std::vector<TimelineSegment> timeline;
+  LiveSeries series;
+  HookFigures hook;
+
+  const CategoryFigures& Of(Category c) const { return categories[Index(c)]; }
+};
+
+nlohmann::ordered_json ToJson(const RankReport& report);
+
+// Every check the renderers and the gate rely on: types, ranges (no
+// negative byte count, rank < world_size, phases and categories by name,
+// steps in order), the schema's major version. Throws InputError
+// "ORIGIN: JSON.PATH: REASON; REMEDY". Members the struct does not hold are
+// ignored (files of a later minor version).
+RankReport RankReportFromJson(const nlohmann::ordered_json& doc,
+                              const std::string& origin);
+RankReport ParseRankReport(const std::string& text, const std::string& origin);
+// Reads and parses the file at `path` (named in every error).
+RankReport ReadRankReport(const std::string& path);
+
+// Throws InputError naming `origin` unless `report` has memory figures (a
+// --no-hook run has step times only): what report, check and baseline need.
+void RequireMemoryFigures(const RankReport& report, const std::string& origin);
+
+// DIR/rank-<r>.json: the one place the name is built.
+std::string RankReportPath(const std::string& dir, int rank);
+
+}  // namespace memprof

@@ -1,0 +1,408 @@
+// RankReportFromJson: the one reader of rank-<r>.json (rank_report.h).
+#include <climits>
+#include <limits>
+
+#include "profiler/base/json_reader.h"
+#include "profiler/base/schema_version.h"
+#include "profiler/report/rank_report.h"
+
+namespace memprof {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr int64_t kMaxWorldSize = 1 << 16;
+constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+constexpr const char* kRemedy =
+    "rerun 'memprof profile' to write the reports again";
+
+// Reads every member of one rank report; `r_` is the JsonReader naming the
+// file and the remedy in every error.
+class RankReportReader {
+ public:
+  explicit RankReportReader(const std::string& origin) : r_(origin, kRemedy) {}
+
+  RankReport Read(const Json& doc) const {
+    r_.Schema(doc, kRankSchema);
+    RankReport out;
+    out.context = Context(r_.Object(doc, "", "context"));
+    out.parameters = r_.Bytes(doc, "", "parameters");
+    out.predicted_parameters = r_.Bytes(doc, "", "predicted_parameters");
+    out.micro_batch = r_.Bytes(doc, "", "micro_batch");
+    Categories(r_.Object(doc, "", "categories"), out);
+    Peaks(doc, out);
+    out.steps = Steps(r_.Array(doc, "", "steps"));
+    out.ddp = Ddp(r_.Object(doc, "", "ddp"));
+    out.redundancy = Redundancies(r_.Object(doc, "", "redundancy"));
+    if (const auto oom = doc.find("out_of_memory");
+        oom != doc.end() && !oom->is_null()) {
+      out.out_of_memory = OutOfMemory(r_.Object(doc, "", "out_of_memory"));
+    }
+    out.timeline = Timeline(r_.Array(doc, "", "timeline"));
+    out.series = Series(r_.Object(doc, "", "series"));
+    out.hook = Hook(r_.Object(doc, "", "hook"));
+    return out;
+  }
+
+ private:
+  int Int(const Json& object, const std::string& where, const std::string& key,
+          int64_t min = 0, int64_t max = INT_MAX) const {
+    return static_cast<int>(r_.Integer(object, where, key, min, max));
+  }
+
+  int64_t Seq(const Json& object, const std::string& where,
+              const std::string& key) const {
+    return r_.Integer(object, where, key, -1, kMaxInt64);
+  }
+
+  Phase PhaseOf(const Json& object, const std::string& where,
+                const std::string& key) const {
+    const std::string name = r_.String(object, where, key);
+    const std::optional<Phase> phase = PhaseFromName(name);
+    if (!phase) r_.Fail(JsonPath(where, key), "unknown phase '" + name + "'");
+    return *phase;
+  }
+
+  Breakdown BreakdownOf(const Json& object, const std::string& where,
+                        const std::string& key) const {
+    const Json& bytes = r_.Object(object, where, key);
+    Breakdown out{};
+    for (Category c : kAllCategories) {
+      out[Index(c)] =
+          r_.Bytes(bytes, JsonPath(where, key), std::string(CategoryName(c)));
+    }
+    return out;
+  }
+
+  // An optional member (absent in files of an earlier minor version).
+  template <typename T, typename Get>
+  T Optional(const Json& object, const std::string& key, T fallback,
+             Get get) const {
+    return object.contains(key) ? get() : fallback;
+  }
+
+  RunConfig Config(const Json& c, const std::string& where) const;
+  ReportContext Context(const Json& c) const;
+  void Categories(const Json& categories, RankReport& out) const;
+  PeakFigures Peak(const Json& peak, const std::string& where) const;
+  void Peaks(const Json& doc, RankReport& out) const;
+  std::vector<StepReport> Steps(const Json& steps) const;
+  DdpFigures Ddp(const Json& ddp) const;
+  std::vector<RedundancyFigures> Redundancies(const Json& redundancy) const;
+  FitAnswer Fit(const Json& fit, int64_t limit_bytes) const;
+  OutOfMemoryFigures OutOfMemory(const Json& oom) const;
+  std::vector<TimelineSegment> Timeline(const Json& timeline) const;
+  LiveSeries Series(const Json& series) const;
+  HookFigures Hook(const Json& hook) const;
+
+  JsonReader r_;
+};
+
+// context.config: the run's RunConfig as ToJson(RunConfig) writes it, with
+// only the chosen model's section.
+RunConfig RankReportReader::Config(const Json& c,
+                                   const std::string& where) const {
+  RunConfig config;
+  config.source = r_.String(c, where, "source");
+  config.model = r_.String(c, where, "model");
+  const std::string model_where = JsonPath(where, config.model);
+  if (config.model == "mlp") {
+    const Json& m = r_.Object(c, where, "mlp");
+    config.mlp = {r_.Bytes(m, model_where, "input"),
+                  r_.Bytes(m, model_where, "hidden"),
+                  r_.Bytes(m, model_where, "depth"),
+                  r_.Bytes(m, model_where, "output")};
+  } else if (config.model == "gpt") {
+    const Json& m = r_.Object(c, where, "gpt");
+    config.gpt = {r_.Bytes(m, model_where, "layers"),
+                  r_.Bytes(m, model_where, "d_model"),
+                  r_.Bytes(m, model_where, "heads"),
+                  r_.Bytes(m, model_where, "seq_len"),
+                  r_.Bytes(m, model_where, "vocab"),
+                  r_.Number(m, model_where, "dropout")};
+  } else if (config.model == "resnet") {
+    const Json& m = r_.Object(c, where, "resnet");
+    config.resnet = {r_.Bytes(m, model_where, "depth"),
+                     r_.Bytes(m, model_where, "width"),
+                     r_.Bytes(m, model_where, "resolution"),
+                     r_.Bytes(m, model_where, "classes")};
+  } else {
+    r_.Fail(JsonPath(where, "model"), "unknown model '" + config.model +
+                                          "' (expected " + kKnownModels + ")");
+  }
+  const std::string train_where = JsonPath(where, "train");
+  const Json& t = r_.Object(c, where, "train");
+  config.train.micro_batch = r_.Bytes(t, train_where, "micro_batch");
+  config.train.global_batch = r_.Bytes(t, train_where, "global_batch");
+  config.train.steps = r_.Bytes(t, train_where, "steps");
+  config.train.optimizer = r_.String(t, train_where, "optimizer");
+  config.train.lr = r_.Number(t, train_where, "lr");
+  config.train.dtype = r_.String(t, train_where, "dtype");
+  config.train.zero_grad_set_to_none =
+      r_.Bool(t, train_where, "zero_grad_set_to_none");
+  config.train.seed = r_.Integer(t, train_where, "seed", 0, kMaxInt64);
+  const std::string ddp_where = JsonPath(where, "ddp");
+  const Json& d = r_.Object(c, where, "ddp");
+  config.ddp.world_size =
+      r_.Integer(d, ddp_where, "world_size", 1, kMaxWorldSize);
+  config.ddp.bucket_cap_mb = r_.Number(d, ddp_where, "bucket_cap_mb");
+  config.ddp.gradient_as_bucket_view =
+      r_.Bool(d, ddp_where, "gradient_as_bucket_view");
+  config.ddp.timeout_s = r_.Bytes(d, ddp_where, "timeout_s");
+  return config;
+}
+
+ReportContext RankReportReader::Context(const Json& c) const {
+  ReportContext out;
+  out.world_size = Int(c, "context", "world_size", 1, kMaxWorldSize);
+  out.rank = Int(c, "context", "rank", 0, out.world_size - 1);
+  out.device = r_.String(c, "context", "device");
+  out.backend = r_.String(c, "context", "backend");
+  out.libtorch_version = r_.String(c, "context", "libtorch_version");
+  out.git_sha = r_.String(c, "context", "git_sha");
+  out.hostname = r_.String(c, "context", "hostname");
+  out.pid = r_.Integer(c, "context", "pid", 0, kMaxInt64);
+  out.session_start_unix_us =
+      r_.Integer(c, "context", "session_start_unix_us", 0, kMaxInt64);
+  out.config = Config(r_.Object(c, "context", "config"), "context.config");
+  return out;
+}
+
+void RankReportReader::Categories(const Json& categories,
+                                  RankReport& out) const {
+  for (Category c : kAllCategories) {
+    const std::string name(CategoryName(c));
+    const std::string where = "categories." + name;
+    const Json& e = r_.Object(categories, "categories", name);
+    out.categories[Index(c)] = {r_.Bytes(e, where, "measured_bytes"),
+                                r_.Bytes(e, where, "peak_bytes"),
+                                r_.Bytes(e, where, "predicted_bytes"),
+                                r_.Bytes(e, where, "end_bytes"),
+                                r_.Bytes(e, where, "allocated_bytes"),
+                                r_.Bytes(e, where, "freed_bytes")};
+    if (c == Category::kWeights) {
+      out.buffers_bytes = r_.Bytes(e, where, "buffers_bytes");
+    }
+  }
+}
+
+PeakFigures RankReportReader::Peak(const Json& peak,
+                                   const std::string& where) const {
+  PeakFigures out;
+  out.total_bytes = r_.Bytes(peak, where, "total_bytes");
+  out.phase = PhaseOf(peak, where, "phase");
+  out.step = Int(peak, where, "step");
+  out.seq = Seq(peak, where, "seq");
+  out.breakdown = BreakdownOf(peak, where, "breakdown");
+  return out;
+}
+
+void RankReportReader::Peaks(const Json& doc, RankReport& out) const {
+  const Json& peak = r_.Object(doc, "", "peak");
+  out.peak = Peak(peak, "peak");
+  out.steady_first_step = Int(peak, "peak", "first_step");
+  const Json& predicted = r_.Object(peak, "peak", "predicted");
+  out.predicted_peak.total_bytes =
+      r_.Bytes(predicted, "peak.predicted", "total_bytes");
+  out.predicted_peak.phase = PhaseOf(predicted, "peak.predicted", "phase");
+  out.predicted_peak.what = r_.String(predicted, "peak.predicted", "what");
+  out.predicted_peak.breakdown =
+      BreakdownOf(predicted, "peak.predicted", "breakdown");
+  out.run_peak = Peak(r_.Object(doc, "", "run_peak"), "run_peak");
+}
+
+std::vector<StepReport> RankReportReader::Steps(const Json& steps) const {
+  if (steps.empty()) r_.Fail("steps", "empty (no step ran)");
+  std::vector<StepReport> out;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const std::string where = JsonElement("steps", i);
+    const Json& s = r_.ObjectAt(steps, "steps", i);
+    StepReport step;
+    step.step = Int(s, where, "step", 1);
+    if (step.step != static_cast<int>(i) + 1) {
+      r_.Fail(JsonPath(where, "step"), "is " + std::to_string(step.step) +
+                                           ", expected " +
+                                           std::to_string(i + 1) +
+                                           " (steps in order from 1)");
+    }
+    step.steady_state = r_.Bool(s, where, "steady_state");
+    step.completed = Optional(s, "completed", true,
+                              [&] { return r_.Bool(s, where, "completed"); });
+    step.seconds = r_.Number(s, where, "seconds");
+    step.comm_seconds = Optional(s, "comm_seconds", 0.0, [&] {
+      return r_.Number(s, where, "comm_seconds");
+    });
+    step.loss = r_.Number(s, where, "loss");
+    step.peak_bytes = r_.Bytes(s, where, "peak_bytes");
+    step.peak_phase = PhaseOf(s, where, "peak_phase");
+    step.peak_seq = Seq(s, where, "peak_seq");
+    step.breakdown = BreakdownOf(s, where, "breakdown");
+    step.max_bytes = BreakdownOf(s, where, "max_bytes");
+    step.end_bytes = BreakdownOf(s, where, "end_bytes");
+    out.push_back(step);
+  }
+  return out;
+}
+
+DdpFigures RankReportReader::Ddp(const Json& ddp) const {
+  return {r_.Bytes(ddp, "ddp", "buckets"),
+          r_.Number(ddp, "ddp", "bucket_cap_mb"),
+          r_.Bool(ddp, "ddp", "gradient_as_bucket_view")};
+}
+
+std::vector<RedundancyFigures> RankReportReader::Redundancies(
+    const Json& redundancy) const {
+  std::vector<RedundancyFigures> out;
+  for (const auto& [name, entry] : redundancy.items()) {
+    const std::string where = JsonPath("redundancy", name);
+    const std::optional<Category> category = CategoryFromName(name);
+    if (!category) r_.Fail(where, "not a category");
+    if (!entry.is_object()) {
+      r_.Fail(where, "expected an object, got " + DescribeJson(entry));
+    }
+    RedundancyFigures figures;
+    figures.category = *category;
+    figures.bytes = r_.Bytes(entry, where, "bytes");
+    figures.identical_across_ranks =
+        r_.Bool(entry, where, "identical_across_ranks");
+    figures.redundant_bytes = r_.Bytes(entry, where, "redundant_bytes");
+    const Json& hashes = r_.Array(entry, where, "rank_hashes");
+    for (size_t i = 0; i < hashes.size(); ++i) {
+      if (!hashes[i].is_string()) {
+        r_.Fail(JsonElement(JsonPath(where, "rank_hashes"), i),
+                "expected a string, got " + DescribeJson(hashes[i]));
+      }
+      figures.rank_hashes.push_back(hashes[i].get<std::string>());
+    }
+    out.push_back(std::move(figures));
+  }
+  return out;
+}
+
+// out_of_memory.fit: the FitAnswer's figures that its sentence uses, with
+// the invariants the sentence relies on.
+FitAnswer RankReportReader::Fit(const Json& fit, int64_t limit_bytes) const {
+  const std::string where = "out_of_memory.fit";
+  FitAnswer out;
+  const std::string verdict = r_.String(fit, where, "verdict");
+  bool known = false;
+  for (FitVerdict v : {FitVerdict::kFits, FitVerdict::kActivationOverflow,
+                       FitVerdict::kModelStateOverflow}) {
+    if (verdict == FitVerdictName(v)) out.verdict = v, known = true;
+  }
+  if (!known) r_.Fail(JsonPath(where, "verdict"), "unknown verdict");
+  out.budget_bytes = limit_bytes;
+  out.world_size = r_.Integer(fit, where, "world_size", 1, kMaxWorldSize);
+  out.micro_batch = r_.Integer(fit, where, "micro_batch", 1, INT32_MAX);
+  out.peak_bytes = r_.Bytes(fit, where, "peak_bytes");
+  out.model_state_bytes = r_.Bytes(fit, where, "model_state_bytes");
+  out.peak1_bytes = r_.Bytes(fit, where, "peak1_bytes");
+  // activation-overflow divides by it: at least 1 there.
+  out.largest_micro_batch = r_.Integer(
+      fit, where, "largest_micro_batch",
+      out.verdict == FitVerdict::kActivationOverflow ? 1 : 0, INT32_MAX);
+  out.largest_peak_bytes = r_.Bytes(fit, where, "largest_peak_bytes");
+  out.zero_stage = Int(fit, where, "zero_stage", 0, 3);
+  const Json& zero = r_.Array(fit, where, "zero_peak_bytes");
+  if (zero.size() != 3) {
+    r_.Fail(JsonPath(where, "zero_peak_bytes"),
+            "expected 3 figures (ZeRO-1, -2, -3)");
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    out.zero_peak_bytes[i + 1] = r_.Integer(
+        zero[i], JsonElement(JsonPath(where, "zero_peak_bytes"), i), 0,
+        kMaxInt64);
+  }
+  out.zero3_ranks = r_.Bytes(fit, where, "zero3_ranks");
+  return out;
+}
+
+OutOfMemoryFigures RankReportReader::OutOfMemory(const Json& oom) const {
+  const std::string where = "out_of_memory";
+  OutOfMemoryFigures out;
+  out.limit_bytes = r_.Bytes(oom, where, "limit_bytes");
+  out.requested_bytes = r_.Bytes(oom, where, "requested_bytes");
+  out.live_bytes = r_.Bytes(oom, where, "live_bytes");
+  out.seq = r_.Bytes(oom, where, "seq");
+  out.phase = PhaseOf(oom, where, "phase");
+  out.step = Int(oom, where, "step");
+  out.breakdown = BreakdownOf(oom, where, "breakdown");
+  out.fit = Fit(r_.Object(oom, where, "fit"), out.limit_bytes);
+  return out;
+}
+
+std::vector<TimelineSegment> RankReportReader::Timeline(
+    const Json& timeline) const {
+  std::vector<TimelineSegment> out;
+  for (size_t i = 0; i < timeline.size(); ++i) {
+    const std::string where = JsonElement("timeline", i);
+    const Json& s = r_.ObjectAt(timeline, "timeline", i);
+    TimelineSegment seg;
+    seg.step = Int(s, where, "step");
+    seg.phase = PhaseOf(s, where, "phase");
+    seg.begin_seq = r_.Bytes(s, where, "begin_seq");
+    seg.end_seq = r_.Bytes(s, where, "end_seq");
+    seg.begin_us = r_.Bytes(s, where, "begin_us");
+    seg.end_us = r_.Bytes(s, where, "end_us");
+    seg.begin_bytes = BreakdownOf(s, where, "begin_bytes");
+    seg.peak_bytes = r_.Bytes(s, where, "peak_bytes");
+    seg.peak_seq = Seq(s, where, "peak_seq");
+    seg.peak_breakdown = BreakdownOf(s, where, "peak_breakdown");
+    seg.end_bytes = BreakdownOf(s, where, "end_bytes");
+    out.push_back(seg);
+  }
+  return out;
+}
+
+LiveSeries RankReportReader::Series(const Json& series) const {
+  LiveSeries out;
+  out.step = Int(series, "series", "step");
+  const Json& seq = r_.Array(series, "series", "seq");
+  for (size_t i = 0; i < seq.size(); ++i) {
+    out.seq.push_back(
+        r_.Integer(seq[i], JsonElement("series.seq", i), 0, kMaxInt64));
+  }
+  const Json& bytes = r_.Object(series, "series", "bytes");
+  for (Category c : kAllCategories) {
+    const std::string name(CategoryName(c));
+    const std::string where = "series.bytes." + name;
+    const Json& values = r_.Array(bytes, "series.bytes", name);
+    if (values.size() != seq.size()) {
+      r_.Fail(where, std::to_string(values.size()) + " values for " +
+                         std::to_string(seq.size()) + " points");
+    }
+    for (size_t i = 0; i < values.size(); ++i) {
+      out.bytes[Index(c)].push_back(
+          r_.Integer(values[i], JsonElement(where, i), 0, kMaxInt64));
+    }
+  }
+  return out;
+}
+
+HookFigures RankReportReader::Hook(const Json& hook) const {
+  HookFigures out;
+  out.installed = r_.Bool(hook, "hook", "installed");
+  out.allocations = r_.Bytes(hook, "hook", "allocations");
+  out.allocated_bytes = r_.Bytes(hook, "hook", "allocated_bytes");
+  out.freed_bytes = r_.Bytes(hook, "hook", "freed_bytes");
+  out.ownership_not_found = r_.Bytes(hook, "hook", "ownership_not_found");
+  out.ownership_conflicts = r_.Bytes(hook, "hook", "ownership_conflicts");
+  return out;
+}
+
+}  // namespace
+
+RankReport RankReportFromJson(const Json& doc, const std::string& origin) {
+  return RankReportReader(origin).Read(doc);
+}
+
+RankReport ParseRankReport(const std::string& text,
+                           const std::string& origin) {
+  return RankReportFromJson(JsonReader(origin, kRemedy).Parse(text), origin);
+}
+
+RankReport ReadRankReport(const std::string& path) {
+  return ParseRankReport(ReadTextFile(path, kRemedy), path);
+}
+
+}  // namespace memprof

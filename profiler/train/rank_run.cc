@@ -1,0 +1,158 @@
+#include "profiler/train/rank_run.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <torch/version.h>
+
+#include "profiler/predict/fit.h"
+
+#ifndef MEMPROF_GIT_SHA
+#define MEMPROF_GIT_SHA "unknown"
+#endif
+
+namespace memprof {
+namespace {
+
+PeakFigures PeakOf(const PeakPoint& peak) {
+  return {peak.total_bytes, peak.phase, peak.step, peak.seq, peak.bytes};
+}
+
+std::string Hex(uint64_t value) {
+  char text[20];
+  std::snprintf(text, sizeof text, "%016llx",
+                static_cast<unsigned long long>(value));
+  return text;
+}
+
+std::string Hostname() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+ReportContext ContextOf(const RankRun& run) {
+  ReportContext c;
+  c.rank = run.rank;
+  c.world_size = run.world_size;
+  c.device = run.device;
+  c.backend = run.backend;
+  c.libtorch_version = TORCH_VERSION;
+  c.git_sha = MEMPROF_GIT_SHA;
+  c.hostname = Hostname();
+  c.pid = static_cast<int64_t>(::getpid());
+  c.session_start_unix_us = run.capture.begin_unix_us;
+  c.config = run.config;
+  return c;
+}
+
+std::vector<StepReport> StepsOf(const RankRun& run) {
+  const Analysis& a = run.analysis;
+  std::vector<StepReport> steps;
+  for (const StepFigures& s : a.steps) {
+    const StepRecord& record = run.step_records.at(s.step - 1);
+    StepReport step;
+    step.step = s.step;
+    step.steady_state = s.step >= a.steady_first_step;
+    step.completed = record.completed;
+    step.seconds = record.seconds;
+    step.comm_seconds = record.comm_seconds;
+    step.loss = record.loss;
+    step.peak_bytes = s.peak.total_bytes;
+    step.peak_phase = s.peak.phase;
+    step.peak_seq = s.peak.seq;
+    step.breakdown = s.peak.bytes;
+    step.max_bytes = s.max_bytes;
+    step.end_bytes = s.end_bytes;
+    steps.push_back(step);
+  }
+  return steps;
+}
+
+std::vector<TimelineSegment> TimelineOf(const Analysis& a) {
+  std::vector<TimelineSegment> timeline;
+  for (const Segment& seg : a.segments) {
+    timeline.push_back({seg.step, seg.phase, seg.begin_seq, seg.end_seq,
+                        seg.begin_ns / 1000, seg.end_ns / 1000,
+                        seg.begin_bytes, seg.peak.total_bytes, seg.peak.seq,
+                        seg.peak.bytes, seg.end_bytes});
+  }
+  return timeline;
+}
+
+LiveSeries SeriesOf(const Analysis& a) {
+  LiveSeries series;
+  series.step = a.series_step;
+  for (const SeriesPoint& point : a.series) {
+    series.seq.push_back(point.seq);
+    for (Category c : kAllCategories) {
+      series.bytes[Index(c)].push_back(point.bytes[Index(c)]);
+    }
+  }
+  return series;
+}
+
+std::vector<RedundancyFigures> RedundancyOf(const RankRun& run) {
+  std::vector<RedundancyFigures> out;
+  for (const Redundancy& entry : run.redundancy) {
+    RedundancyFigures figures{entry.category, entry.bytes,
+                              entry.identical_across_ranks,
+                              entry.redundant_bytes, {}};
+    for (uint64_t h : entry.rank_hashes) {
+      figures.rank_hashes.push_back(Hex(h));
+    }
+    out.push_back(std::move(figures));
+  }
+  return out;
+}
+
+std::optional<OutOfMemoryFigures> OutOfMemoryOf(const RankRun& run) {
+  if (!run.RanOutOfMemory()) return std::nullopt;
+  const OutOfMemory& oom = run.capture.out_of_memory;
+  return OutOfMemoryFigures{oom.limit_bytes,
+                            oom.requested_bytes,
+                            oom.live_bytes,
+                            oom.seq,
+                            oom.phase,
+                            oom.step,
+                            run.out_of_memory_bytes,
+                            Fit(run.config, oom.limit_bytes)};
+}
+
+}  // namespace
+
+RankReport ReportOf(const RankRun& run) {
+  const Analysis& a = run.analysis;
+  RankReport r;
+  r.context = ContextOf(run);
+  r.parameters = run.parameters;
+  r.predicted_parameters = run.prediction.parameters;
+  r.micro_batch = run.micro_batch;
+  for (Category c : kAllCategories) {
+    const int i = Index(c);
+    r.categories[i] = {a.steady_peak.bytes[i],    a.steady_max[i],
+                       run.prediction.bytes[i],   a.stats[i].current,
+                       a.stats[i].allocated,      a.stats[i].freed};
+  }
+  r.buffers_bytes = run.buffer_bytes;
+  r.peak = PeakOf(a.steady_peak);
+  r.steady_first_step = a.steady_first_step;
+  const PredictedMoment& predicted = run.prediction.Peak();
+  r.predicted_peak = {predicted.Total(), predicted.phase, predicted.what,
+                      predicted.bytes};
+  r.run_peak = PeakOf(a.run_peak);
+  r.steps = StepsOf(run);
+  r.ddp = {run.buckets, run.config.ddp.bucket_cap_mb,
+           run.config.ddp.gradient_as_bucket_view};
+  r.redundancy = RedundancyOf(run);
+  r.out_of_memory = OutOfMemoryOf(run);
+  r.timeline = TimelineOf(a);
+  r.series = SeriesOf(a);
+  r.hook = {run.hooked,         a.allocations,
+            a.total.allocated,  a.total.freed,
+            run.ownership_not_found, run.ownership_conflicts};
+  return r;
+}
+
+}  // namespace memprof
