@@ -141,7 +141,7 @@ TEST(Profile, LimitBelowModelStateStopsEvenMicroBatchOne) {
   EXPECT_EQ(r.out_of_memory_bytes[kU], 0);
   EXPECT_EQ(r.out_of_memory_bytes[kW], 4 * r.parameters);
   const nlohmann::ordered_json j = ToJson(ReportOf(r));
-  EXPECT_EQ(j["out_of_memory"]["verdict"], "model-state-overflow");
+  EXPECT_EQ(j["out_of_memory"]["fit"]["verdict"], "model-state-overflow");
   EXPECT_EQ(j["out_of_memory"]["live_bytes"], oom.live_bytes);
   ASSERT_EQ(j["steps"].size(), 1u);
   EXPECT_FALSE(j["steps"][0]["completed"].get<bool>());

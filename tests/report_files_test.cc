@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
@@ -120,12 +119,11 @@ TEST(ChromeTrace, OneProcessPerRankWithPhaseSpansInMicroseconds) {
   ASSERT_EQ(names.size(), 2u);
   EXPECT_EQ(names[0].rfind("rank 0", 0), 0u) << names[0];
   EXPECT_EQ(names[1].rfind("rank 1", 0), 0u) << names[1];
-  for (const Json& rank : view.ranks) {
-    const int r = rank["context"]["rank"];
-    EXPECT_EQ(phases[r], static_cast<int>(rank["timeline"].size()));
+  for (const RankReport& rank : view.ranks) {
+    const int r = rank.context.rank;
+    EXPECT_EQ(phases[r], static_cast<int>(rank.timeline.size()));
     // The last phase ends at the session's length, in microseconds.
-    const Json& last = rank["timeline"].back();
-    EXPECT_GT(last["end_us"].get<int64_t>(), 1000) << "under a millisecond?";
+    EXPECT_GT(rank.timeline.back().end_us, 1000) << "under a millisecond?";
   }
 }
 
@@ -142,19 +140,19 @@ TEST(ChromeTrace, CounterTracksCarryTheRankReportsFiguresAtTheSamePoints) {
     tracks[key].push_back(e["args"]["bytes"].get<int64_t>());
     times[key].push_back(e["ts"].get<double>());
   }
-  for (const Json& rank : view.ranks) {
-    const int r = rank["context"]["rank"];
-    const Json& timeline = rank["timeline"];
+  for (const RankReport& rank : view.ranks) {
+    const int r = rank.context.rank;
+    const std::vector<TimelineSegment>& timeline = rank.timeline;
     for (Category c : kAllCategories) {
       const std::string name(CategoryName(c));
       std::vector<int64_t> expected;
-      for (size_t i = 0; i < timeline.size(); ++i) {
-        expected.push_back(timeline[i]["begin_bytes"][name]);
-        if (timeline[i]["peak_seq"].get<int64_t>() >= 0) {
-          expected.push_back(timeline[i]["peak_breakdown"][name]);
+      for (const TimelineSegment& segment : timeline) {
+        expected.push_back(segment.begin_bytes[Index(c)]);
+        if (segment.peak_seq >= 0) {
+          expected.push_back(segment.peak_breakdown[Index(c)]);
         }
       }
-      expected.push_back(timeline.back()["end_bytes"][name]);
+      expected.push_back(timeline.back().end_bytes[Index(c)]);
       EXPECT_EQ(tracks[std::make_pair(r, name)], expected)
           << "rank " << r << " " << name;
       const std::vector<double>& ts = times[std::make_pair(r, name)];
@@ -163,8 +161,7 @@ TEST(ChromeTrace, CounterTracksCarryTheRankReportsFiguresAtTheSamePoints) {
     // The steady-state peak is one of the points of the total track.
     const std::vector<int64_t>& total =
         tracks[std::make_pair(r, std::string("total"))];
-    EXPECT_NE(std::find(total.begin(), total.end(),
-                        rank["peak"]["total_bytes"].get<int64_t>()),
+    EXPECT_NE(std::find(total.begin(), total.end(), rank.peak.total_bytes),
               total.end())
         << "rank " << r;
   }
@@ -212,7 +209,8 @@ TEST_F(RunDir, MalformedRankIsNamedWithWhy) {
   WriteFile(dir_ / "rank-1.json", "{\"schema\": \"memprof.rank/1\", ");
   CommandResult r = Report();
   EXPECT_EQ(r.exit_code, kExitBadInput) << r.output;
-  EXPECT_NE(r.output.find("rank-1.json: not JSON"), std::string::npos)
+  EXPECT_NE(r.output.find("rank-1.json: the file ends early (truncated?)"),
+            std::string::npos)
       << r.output;
   EXPECT_TRUE(Exists("report.md"));
 
@@ -221,7 +219,7 @@ TEST_F(RunDir, MalformedRankIsNamedWithWhy) {
   WriteFile(dir_ / "rank-1.json", doc.dump());
   r = Report();
   EXPECT_EQ(r.exit_code, kExitBadInput) << r.output;
-  EXPECT_NE(r.output.find("rank-1.json: peak.breakdown: missing"),
+  EXPECT_NE(r.output.find("rank-1.json: peak: missing 'breakdown'"),
             std::string::npos)
       << r.output;
 }
@@ -260,73 +258,6 @@ TEST_F(RunDir, NoUsableRankWritesNothing) {
   EXPECT_EQ(r.exit_code, kExitBadInput);
   EXPECT_NE(r.output.find("--run DIR is required"), std::string::npos)
       << r.output;
-}
-
-// Every member of a rank report (the first element of each array), one at a
-// time, given the wrong type: the reader refuses it with InputError, or
-// every renderer copes.
-// Nothing else may escape (a renderer must not trip over what the reader
-// let through).
-void Visit(Json& node, const std::string& path,
-           const std::function<void(Json&, const std::string&)>& each) {
-  if (node.is_object()) {
-    for (auto& [key, value] : node.items()) {
-      const std::string where = path.empty() ? key : path + "." + key;
-      each(value, where);
-      Visit(value, where, each);
-    }
-  } else if (node.is_array() && !node.empty()) {
-    each(node.front(), path + "[0]");
-    Visit(node.front(), path + "[0]", each);
-  }
-}
-
-size_t CountNodes(Json doc) {
-  size_t n = 0;
-  Visit(doc, "", [&](Json&, const std::string&) { ++n; });
-  return n;
-}
-
-TEST(RankReportReader, EveryMemberMistypedIsRefusedOrRendered) {
-  const Json fixture = Json::parse(ReadFile(kFixture / "rank-0.json"));
-  const size_t nodes = CountNodes(fixture);
-  ASSERT_GT(nodes, 100u);
-  const Json replacements[] = {Json("x"),     Json(-1),       Json(nullptr),
-                               Json::array(), Json::object(), Json(1.5)};
-  size_t refused = 0, rendered = 0;
-  for (size_t target = 0; target < nodes; ++target) {
-    for (const Json& replacement : replacements) {
-      Json doc = fixture;
-      size_t i = 0;
-      std::string path;
-      Visit(doc, "", [&](Json& node, const std::string& where) {
-        if (i++ != target) return;
-        node = replacement;
-        path = where;
-      });
-      try {
-        ValidateRankReport(doc);
-      } catch (const InputError&) {
-        ++refused;
-        continue;
-      }
-      try {
-        std::vector<Json> ranks = {doc};
-        const RunView view = RunViewOf("mistyped", std::move(ranks));
-        const ReportText text = BuildReportText(view);
-        FormatReportMarkdown(text);
-        FormatReportHtml(view, text);
-        ChromeTraceJson(view).dump();
-        ++rendered;
-      } catch (const std::exception& e) {
-        ADD_FAILURE() << path << " set to " << replacement.dump()
-                      << " passed the reader but broke "
-                      << "a renderer: " << e.what();
-      }
-    }
-  }
-  EXPECT_GT(refused, 0u);
-  EXPECT_GT(rendered, 0u);
 }
 
 }  // namespace

@@ -1,0 +1,205 @@
+// The one reader of rank-<r>.json (RankReportFromJson): it reads back what
+// the writer wrote, and `memprof report` and `memprof check` accept and
+// refuse exactly the same rank reports, fed the same malformed corpus:
+// every member of a one-rank report given the wrong type, a negative value
+// or removed, one at a time. Whatever the reader accepts, every renderer
+// renders.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "profiler/base/errors.h"
+#include "profiler/gate/gate_run.h"
+#include "profiler/report/chrome_trace.h"
+#include "profiler/report/rank_report.h"
+#include "profiler/report/report_html.h"
+#include "profiler/report/report_markdown.h"
+#include "profiler/report/report_text.h"
+#include "profiler/report/run_reports.h"
+#include "profiler/report/summary.h"
+#include "tests/input_error_of.h"
+#include "tests/run_command.h"
+#include "tests/text_file.h"
+
+namespace memprof {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+const fs::path kFixture = MEMPROF_SOURCE_DIR "/tests/data/run-mlp-tiny-ws2";
+
+// Rank 0 of the committed two-rank run as a run of its own.
+Json OneRankReport() {
+  Json doc = Json::parse(ReadFile(kFixture / "rank-0.json"));
+  doc["context"]["world_size"] = 1;
+  doc["context"]["config"]["ddp"]["world_size"] = 1;
+  return doc;
+}
+
+// Calls `each` on every member (the first element of each array), with its
+// JSON path.
+void Visit(Json& node, const std::string& path,
+           const std::function<void(Json&, const std::string&)>& each) {
+  if (node.is_object()) {
+    for (auto& [key, value] : node.items()) {
+      const std::string where = path.empty() ? key : path + "." + key;
+      each(value, where);
+      Visit(value, where, each);
+    }
+  } else if (node.is_array() && !node.empty()) {
+    each(node.front(), path + "[0]");
+    Visit(node.front(), path + "[0]", each);
+  }
+}
+
+// The variants: each member in turn replaced by each of a few wrong values.
+std::vector<std::pair<std::string, Json>> MalformedCorpus() {
+  const Json fixture = OneRankReport();
+  std::vector<std::string> paths;
+  Json copy = fixture;
+  Visit(copy, "", [&](Json&, const std::string& where) {
+    paths.push_back(where);
+  });
+  const Json replacements[] = {Json("x"), Json(-1), Json(nullptr),
+                               Json::object(), Json(1.5)};
+  std::vector<std::pair<std::string, Json>> corpus;
+  for (size_t target = 0; target < paths.size(); ++target) {
+    for (const Json& replacement : replacements) {
+      Json doc = fixture;
+      size_t i = 0;
+      Visit(doc, "", [&](Json& node, const std::string&) {
+        if (i++ == target) node = replacement;
+      });
+      corpus.emplace_back(paths[target] + " = " + replacement.dump(), doc);
+    }
+  }
+  return corpus;
+}
+
+class Corpus : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("memprof-reader-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void Write(const Json& doc) const {
+    WriteFile(dir_ / "rank-0.json", doc.dump());
+  }
+  // What `memprof report --run` reads: LoadRunView keeps a rank or names
+  // why not.
+  bool ReportAccepts() const {
+    try {
+      return LoadRunView(dir_.string()).complete();
+    } catch (const InputError&) {
+      return false;
+    }
+  }
+  // What `memprof check` and `memprof baseline` read: LoadRun.
+  bool CheckAccepts() const {
+    try {
+      LoadRun(dir_.string());
+      return true;
+    } catch (const InputError&) {
+      return false;
+    }
+  }
+
+  fs::path dir_;
+};
+
+TEST(RankReportReader, ReadsBackWhatTheWriterWrote) {
+  for (const char* name : {"rank-0.json", "rank-1.json"}) {
+    const RankReport report = ReadRankReport((kFixture / name).string());
+    const Json written = ToJson(report);
+    const RankReport again = RankReportFromJson(written, "written");
+    EXPECT_EQ(ToJson(again), written) << name;
+  }
+}
+
+TEST(RankReportReader, ErrorsNameTheFileAndTheJsonPath) {
+  Json doc = OneRankReport();
+  doc["steps"][1]["breakdown"]["weights"] = -5;
+  EXPECT_EQ(InputErrorOf([&] { RankReportFromJson(doc, "r0.json"); })
+                .rfind("r0.json: steps[1].breakdown.weights: expected an "
+                       "integer in [0, ",
+                       0),
+            0u);
+  doc = OneRankReport();
+  doc["steps"][1]["step"] = 7;
+  EXPECT_NE(InputErrorOf([&] { RankReportFromJson(doc, "r0.json"); })
+                .find("steps[1].step: is 7, expected 2"),
+            std::string::npos);
+  doc = OneRankReport();
+  doc["peak"]["phase"] = "lunch";
+  EXPECT_NE(InputErrorOf([&] { RankReportFromJson(doc, "r0.json"); })
+                .find("peak.phase: unknown phase 'lunch'"),
+            std::string::npos);
+}
+
+TEST_F(Corpus, ReportAndCheckAcceptAndRefuseTheSameRankReports) {
+  Write(OneRankReport());
+  ASSERT_TRUE(ReportAccepts());
+  ASSERT_TRUE(CheckAccepts());
+  const auto corpus = MalformedCorpus();
+  ASSERT_GT(corpus.size(), 500u);
+  size_t refused = 0, accepted = 0;
+  for (const auto& [what, doc] : corpus) {
+    Write(doc);
+    const bool report = ReportAccepts();
+    ASSERT_EQ(report, CheckAccepts()) << what;
+    ++(report ? accepted : refused);
+    if (!report) continue;
+    const std::vector<RankReport> ranks = LoadRunView(dir_.string()).ranks;
+    try {
+      const RunView view = RunViewOf("corpus", ranks);
+      const ReportText text = BuildReportText(view);
+      EXPECT_FALSE(FormatReportMarkdown(text).empty());
+      EXPECT_FALSE(FormatReportHtml(view, text).empty());
+      EXPECT_FALSE(ChromeTraceJson(view).dump().empty());
+      EXPECT_FALSE(FormatSummaryTable(ranks).empty());
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << what << " passed the reader but broke a renderer: "
+                    << e.what();
+    }
+  }
+  EXPECT_GT(refused, 0u);
+  EXPECT_GT(accepted, 0u) << "a string where a string is: still accepted";
+}
+
+// The disagreement the one reader ended, end to end: a negative byte count
+// was rendered by `memprof report` and refused by `memprof check`.
+TEST_F(Corpus, BothCommandsRefuseANegativeByteCount) {
+  Write(OneRankReport());
+  const std::string baseline = (dir_ / "baseline.json").string();
+  ASSERT_EQ(RunMemprof("baseline --run " + dir_.string() + " --out " +
+                       baseline)
+                .exit_code,
+            0);
+  Json doc = OneRankReport();
+  doc["categories"]["weights"]["measured_bytes"] = -1;
+  Write(doc);
+  for (const std::string command :
+       {"report --run " + dir_.string(),
+        "check --baseline " + baseline + " --run " + dir_.string()}) {
+    const CommandResult r = RunMemprof(command);
+    EXPECT_EQ(r.exit_code, kExitBadInput) << command << "\n" << r.output;
+    EXPECT_NE(r.output.find("categories.weights.measured_bytes: expected an "
+                            "integer in [0, "),
+              std::string::npos)
+        << command << "\n" << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace memprof
