@@ -13,7 +13,6 @@
 
 #include <c10/core/CPUAllocator.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -21,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "profiler/base/statistics.h"
 #include "profiler/capture/cpu_hook.h"
 #include "profiler/capture/memory_tracker.h"
 
@@ -144,12 +144,10 @@ class MedianCollector : public benchmark::ConsoleReporter {
       added.push_back(row[2]);
       naive.push_back(row[3]);
     }
-    std::sort(added.begin(), added.end());
-    std::sort(naive.begin(), naive.end());
     std::printf(
         "median over sizes: the hook adds %.1f ns per allocate+free "
         "pair (straightforward design: %.1f ns)\n",
-        added[added.size() / 2], naive[naive.size() / 2]);
+        memprof::Median(added), memprof::Median(naive));
   }
 
  private:

@@ -11,12 +11,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "profiler/base/statistics.h"
+#include "profiler/report/rank_report.h"
 
 namespace {
 
@@ -33,20 +33,13 @@ std::vector<double> RunOnce(const std::string& config, int steps, bool hook,
     std::cerr << "step_overhead_bench: failed: " << command << "\n";
     std::exit(1);
   }
-  std::ifstream in(out / "rank-0.json");
-  const nlohmann::json report = nlohmann::json::parse(in);
+  const memprof::RankReport report =
+      memprof::ReadRankReport(memprof::RankReportPath(out.string(), 0));
   std::vector<double> seconds;
-  for (const auto& step : report["steps"]) {
-    if (step["steady_state"].get<bool>()) {
-      seconds.push_back(step["seconds"].get<double>());
-    }
+  for (const memprof::StepReport& step : report.steps) {
+    if (step.steady_state) seconds.push_back(step.seconds);
   }
   return seconds;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 }  // namespace
@@ -78,12 +71,13 @@ int main(int argc, char** argv) {
     std::vector<double> b = RunOnce(config, steps, !hook_first, dir / "b");
     std::vector<double>& on = hook_first ? a : b;
     std::vector<double>& off = hook_first ? b : a;
-    round_ratios.push_back(Median(on) / Median(off));
+    round_ratios.push_back(memprof::Median(on) / memprof::Median(off));
     with_hook.insert(with_hook.end(), on.begin(), on.end());
     without_hook.insert(without_hook.end(), off.begin(), off.end());
   }
   fs::remove_all(dir);
-  const double on = Median(with_hook), off = Median(without_hook);
+  const double on = memprof::Median(with_hook),
+               off = memprof::Median(without_hook);
   std::printf("config %s, %d rounds x %d steps (steady state only)\n",
               config.c_str(), rounds, steps);
   std::printf("median step: hook %.3f ms, no hook %.3f ms\n", 1e3 * on,
@@ -91,7 +85,7 @@ int main(int argc, char** argv) {
   std::printf(
       "ratio hook / no hook: %.4f (median of per-round ratios %.4f, "
       "min %.4f, max %.4f); target <= 1.01\n",
-      on / off, Median(round_ratios),
+      on / off, memprof::Median(round_ratios),
       *std::min_element(round_ratios.begin(), round_ratios.end()),
       *std::max_element(round_ratios.begin(), round_ratios.end()));
   return 0;

@@ -3,6 +3,7 @@
 #include "models/resnet_table.h"
 
 #include <string>
+#include <vector>
 
 #include "models/size_table.h"
 
@@ -65,37 +66,18 @@ void AddBatchNormSaved(SizeTable& t, const std::string& name, int64_t b,
   t.Add(name + " save_invstd", RowKind::kSaved, {c}, "[" + c_terms + "]");
 }
 
-}  // namespace
+// A channel count in units of resnet.width: "w", "2w", "4w" ...
+std::string WidthTerms(int64_t multiple) {
+  return multiple == 1 ? std::string("w") : std::to_string(multiple) + "w";
+}
 
-// Note [ResNet saved tensors]
-// conv -> BatchNorm -> ReLU, with the ReLU in place as in torchvision:
-//   conv       keeps its input (the previous ReLU's output, kept anyway)
-//   BatchNorm  keeps its input (the conv's output) and save_mean,
-//              save_invstd [C]; its output is not kept
-//   relu_      rewrites BatchNorm's output and keeps it (threshold_backward)
-// So each conv-BN-ReLU keeps two feature maps. A block's last BatchNorm output
-// gets the shortcut added in place, then relu_ keeps it: the block output.
-// A downsample shortcut keeps its conv's output (its BatchNorm's input).
-// The stem's max-pool keeps int64 indices of its output's size and its output
-// (the first block's input); global average pooling over 1x1 output is a
-// mean, which keeps nothing, and fc keeps the pooled [B, C] features. Then
-// log_softmax's output [B, classes], nll_loss's total_weight and the loss.
-SizeTable ResnetSizeTable(const ResnetConfig& c, int64_t b) {
-  SizeTable t;
-  t.symbols =
-      "B = micro-batch, R = resnet.resolution, w = resnet.width, "
-      "K = resnet.classes; S0..S4: feature-map sides";
-  const ResnetStages stages = *ResnetStagesOf(c.depth);
-  const ResnetResolutions res = ResnetResolutionsOf(c.resolution);
+// Parameters and buffers, in registration order: each module's own
+// parameters (the convolutions have no bias), then its children; the
+// buffers of every BatchNorm come after all parameters.
+void AddResnetParameters(SizeTable& t, const ResnetConfig& c,
+                         const ResnetStages& stages) {
   const int64_t e = stages.expansion();
-  const auto p = RowKind::kParameter, s = RowKind::kSaved;
-  auto mult = [](int64_t m) {
-    return m == 1 ? std::string("w") : std::to_string(m) + "w";
-  };
-
-  // Parameters and buffers, in registration order: each module's own
-  // parameters (the convolutions have no bias), then its children; the
-  // buffers of every BatchNorm come after all parameters.
+  const auto p = RowKind::kParameter;
   struct BatchNormRow {
     std::string name;
     int64_t channels;
@@ -117,7 +99,8 @@ SizeTable ResnetSizeTable(const ResnetConfig& c, int64_t b) {
   for (int stage = 0; stage < 4; ++stage) {
     const int64_t mw = int64_t{1} << stage;  // stage width in units of w
     const int64_t width = c.width * mw, out = width * e;
-    const std::string width_terms = mult(mw), out_terms = mult(mw * e);
+    const std::string width_terms = WidthTerms(mw),
+                      out_terms = WidthTerms(mw * e);
     for (int64_t j = 0; j < stages.blocks[stage]; ++j) {
       const std::string n =
           "layer" + std::to_string(stage + 1) + "." + std::to_string(j) + ".";
@@ -144,8 +127,27 @@ SizeTable ResnetSizeTable(const ResnetConfig& c, int64_t b) {
   for (const BatchNormRow& bn : batch_norms) {
     AddBatchNormBuffers(t, bn.name, bn.channels, bn.terms);
   }
+}
 
-  // Saved for backward (Note [ResNet saved tensors]).
+// Note [ResNet saved tensors]
+// conv -> BatchNorm -> ReLU, with the ReLU in place as in torchvision:
+//   conv       keeps its input (the previous ReLU's output, kept anyway)
+//   BatchNorm  keeps its input (the conv's output) and save_mean,
+//              save_invstd [C]; its output is not kept
+//   relu_      rewrites BatchNorm's output and keeps it (threshold_backward)
+// So each conv-BN-ReLU keeps two feature maps. A block's last BatchNorm output
+// gets the shortcut added in place, then relu_ keeps it: the block output.
+// A downsample shortcut keeps its conv's output (its BatchNorm's input).
+// The stem's max-pool keeps int64 indices of its output's size and its output
+// (the first block's input); global average pooling over 1x1 output is a
+// mean, which keeps nothing, and fc keeps the pooled [B, C] features. Then
+// log_softmax's output [B, classes], nll_loss's total_weight and the loss.
+
+// Saved for backward at micro-batch b (Note [ResNet saved tensors]).
+void AddResnetSaved(SizeTable& t, const ResnetConfig& c, int64_t b,
+                    const ResnetStages& stages, const ResnetResolutions& res) {
+  const int64_t e = stages.expansion();
+  const auto s = RowKind::kSaved;
   AddBatchNormSaved(t, "bn1", b, c.width, res.stem, "w", "S0");
   t.Add("relu output (maxpool input)", s, {b, c.width, res.stem, res.stem},
         "[B, w, S0, S0]");
@@ -153,7 +155,7 @@ SizeTable ResnetSizeTable(const ResnetConfig& c, int64_t b) {
         "[B, w, S1, S1]", Dtype::kInt64);
   t.Add("maxpool output (layer1 input)", s,
         {b, c.width, res.pooled, res.pooled}, "[B, w, S1, S1]");
-  in = c.width;
+  int64_t in = c.width;
   int64_t side_in = res.pooled;
   for (int stage = 0; stage < 4; ++stage) {
     const int64_t mw = int64_t{1} << stage;
@@ -168,37 +170,45 @@ SizeTable ResnetSizeTable(const ResnetConfig& c, int64_t b) {
       // In a stage's first block the stride-2 conv halves the side.
       const int64_t first_side = stages.bottleneck ? side_in : side;
       const std::string first_terms = stages.bottleneck ? Sin : S;
-      AddBatchNormSaved(t, n + "bn1", b, width, first_side, mult(mw),
+      AddBatchNormSaved(t, n + "bn1", b, width, first_side, WidthTerms(mw),
                         first_terms);
       t.Add(n + "relu1 output (conv2 input)", s,
             {b, width, first_side, first_side},
-            "[B, " + mult(mw) + ", " + first_terms + ", " + first_terms + "]");
-      AddBatchNormSaved(t, n + "bn2", b, width, side, mult(mw), S);
+            "[B, " + WidthTerms(mw) + ", " + first_terms + ", " + first_terms +
+                "]");
+      AddBatchNormSaved(t, n + "bn2", b, width, side, WidthTerms(mw), S);
       if (stages.bottleneck) {
         t.Add(n + "relu2 output (conv3 input)", s, {b, width, side, side},
-              "[B, " + mult(mw) + ", " + S + ", " + S + "]");
-        AddBatchNormSaved(t, n + "bn3", b, out, side, mult(mw * e), S);
+              "[B, " + WidthTerms(mw) + ", " + S + ", " + S + "]");
+        AddBatchNormSaved(t, n + "bn3", b, out, side, WidthTerms(mw * e), S);
       }
       if (j == 0 && (stage > 0 || in != out)) {
-        AddBatchNormSaved(t, n + "downsample.1", b, out, side, mult(mw * e), S);
+        AddBatchNormSaved(t, n + "downsample.1", b, out, side,
+                          WidthTerms(mw * e), S);
       }
       t.Add(n + "block output", s, {b, out, side, side},
-            "[B, " + mult(mw * e) + ", " + S + ", " + S + "]");
+            "[B, " + WidthTerms(mw * e) + ", " + S + ", " + S + "]");
       in = out;
       side_in = side;
     }
   }
-  t.Add("pooled features (fc input)", s, {b, in}, "[B, " + in_terms + "]");
+  t.Add("pooled features (fc input)", s, {b, in},
+        "[B, " + WidthTerms(8 * e) + "]");
   t.Add("log_softmax output", s, {b, c.classes}, "[B, K]");
   t.Add("nll_loss total_weight", s, {}, "[]");
   t.Add("loss", s, {}, "[]");
+}
 
-  // Backward peaks in the last stage, with nearly every saved tensor still
-  // live, at its largest convolution: oneDNN's backward-data copy of the
-  // weight in its own layout and the weight gradient, plus three gradients of
-  // the last block's output size. Measured on oneDNN convolutions; at 1x1 or
-  // 2x2 last-stage maps oneDNN adds a backward-weights scratchpad (per
-  // thread) that this table does not predict (README "Prediction").
+// Backward peaks in the last stage, with nearly every saved tensor still
+// live, at its largest convolution: oneDNN's backward-data copy of the
+// weight in its own layout and the weight gradient, plus three gradients of
+// the last block's output size. Measured on oneDNN convolutions; at 1x1 or
+// 2x2 last-stage maps oneDNN adds a backward-weights scratchpad (per
+// thread) that this table does not predict (README "Prediction"). Reads the
+// parameter rows already in `t`.
+void AddResnetBackwardPeak(SizeTable& t, const ResnetConfig& c, int64_t b,
+                           const ResnetStages& stages,
+                           const ResnetResolutions& res) {
   int64_t largest_conv = 0;
   std::vector<int64_t> largest_shape;
   std::string largest_terms;
@@ -210,7 +220,9 @@ SizeTable ResnetSizeTable(const ResnetConfig& c, int64_t b) {
       largest_terms = row.terms;
     }
   }
-  const std::string last_map = "[B, " + mult(8 * e) + ", S4, S4]";
+  const int64_t e = stages.expansion();
+  const int64_t last_channels = c.width * 8 * e;
+  const std::string last_map = "[B, " + WidthTerms(8 * e) + ", S4, S4]";
   const int64_t side4 = res.stage[3];
   t.Add("largest last-stage conv weight, oneDNN layout", RowKind::kWorkspace,
         largest_shape, largest_terms);
@@ -219,9 +231,22 @@ SizeTable ResnetSizeTable(const ResnetConfig& c, int64_t b) {
   for (const char* name :
        {"block output gradient", "relu gradient", "BatchNorm input gradient"}) {
     t.Add(std::string("last block: ") + name, RowKind::kWorkspace,
-          {b, in, side4, side4}, last_map);
+          {b, last_channels, side4, side4}, last_map);
   }
+}
 
+}  // namespace
+
+SizeTable ResnetSizeTable(const ResnetConfig& c, int64_t b) {
+  SizeTable t;
+  t.symbols =
+      "B = micro-batch, R = resnet.resolution, w = resnet.width, "
+      "K = resnet.classes; S0..S4: feature-map sides";
+  const ResnetStages stages = *ResnetStagesOf(c.depth);
+  const ResnetResolutions res = ResnetResolutionsOf(c.resolution);
+  AddResnetParameters(t, c, stages);
+  AddResnetSaved(t, c, b, stages, res);
+  AddResnetBackwardPeak(t, c, b, stages, res);
   t.Add("images", RowKind::kInput, {b, 3, c.resolution, c.resolution},
         "[B, 3, R, R]");
   t.Add("labels", RowKind::kInput, {b}, "[B]", Dtype::kInt64);

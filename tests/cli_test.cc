@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/run_command.h"
+#include "tests/temp_dir.h"
 
 namespace memprof {
 namespace {
@@ -17,17 +18,8 @@ namespace fs = std::filesystem;
 
 using Result = CommandResult;
 
-class CliTest : public ::testing::Test {
+class CliTest : public TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("memprof-cli-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::string Write(const std::string& name, const std::string& text) {
     const std::string path = (dir_ / name).string();
     std::ofstream(path) << text;
@@ -35,8 +27,6 @@ class CliTest : public ::testing::Test {
   }
   std::string Out() const { return (dir_ / "out").string(); }
   bool NothingWritten() const { return !fs::exists(dir_ / "out"); }
-
-  fs::path dir_;
 };
 
 constexpr const char* kTiny = MEMPROF_SOURCE_DIR "/configs/mlp-tiny.ini";

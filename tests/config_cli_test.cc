@@ -1,27 +1,20 @@
 #include "profiler/cli/config_cli.h"
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include <gtest/gtest.h>
 
 #include "profiler/base/errors.h"
+#include "tests/temp_dir.h"
 
 namespace memprof {
 namespace {
 
 namespace fs = std::filesystem;
 
-class ConfigCliTest : public ::testing::Test {
+class ConfigCliTest : public TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("memprof-config-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::string Write(const std::string& name, const std::string& text) {
     const std::string path = (dir_ / name).string();
     std::ofstream(path) << text;
@@ -37,8 +30,6 @@ class ConfigCliTest : public ::testing::Test {
     }
     return "";
   }
-
-  fs::path dir_;
 };
 
 constexpr const char* kGood =
@@ -126,15 +117,14 @@ TEST_F(ConfigCliTest, BadFlagsAndValuesAreRejected) {
 }
 
 TEST(FindKeyLine, TracksSections) {
-  const std::string path =
-      (fs::temp_directory_path() / "memprof-findkey.ini").string();
+  const TempDir dir;
+  const std::string path = (dir.path() / "findkey.ini").string();
   std::ofstream(path) << "# c\nmodel = mlp\n\n[train]\n steps = 1\n[mlp]\n"
                          "steps = 2\n";
   EXPECT_EQ(FindKeyLine(path, "model"), 2);
   EXPECT_EQ(FindKeyLine(path, "train.steps"), 5);
   EXPECT_EQ(FindKeyLine(path, "mlp.steps"), 7);
   EXPECT_EQ(FindKeyLine(path, "mlp.hidden"), 0);
-  std::remove(path.c_str());
 }
 
 }  // namespace

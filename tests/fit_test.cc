@@ -7,9 +7,10 @@
 #include <filesystem>
 #include <string>
 
-#include "profiler/cli/config_cli.h"
 #include "profiler/base/errors.h"
+#include "profiler/cli/config_cli.h"
 #include "tests/run_command.h"
+#include "tests/temp_dir.h"
 
 namespace memprof {
 namespace {
@@ -105,17 +106,7 @@ TEST(FitCommand, ExitCodesAndBadInput) {
   EXPECT_EQ(RunMemprof("fit --config " + kTiny).exit_code, kExitBadInput);
 }
 
-class FitMeasure : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("memprof-fit-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
-};
+class FitMeasure : public TempDirTest {};
 
 TEST_F(FitMeasure, BelowModelStateEvenMicroBatchOneRunsOutOfMemory) {
   const CommandResult r =

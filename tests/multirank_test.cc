@@ -19,6 +19,7 @@
 
 #include "profiler/cli/launcher.h"
 #include "tests/run_command.h"
+#include "tests/temp_dir.h"
 
 namespace memprof {
 namespace {
@@ -28,17 +29,8 @@ using Json = nlohmann::json;
 
 constexpr const char* kTiny = MEMPROF_SOURCE_DIR "/configs/mlp-tiny.ini";
 
-class MultiRankTest : public ::testing::Test {
+class MultiRankTest : public TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("memprof-multi-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::string Out(const std::string& name) const {
     return (dir_ / name).string();
   }
@@ -49,8 +41,6 @@ class MultiRankTest : public ::testing::Test {
   static int64_t Measured(const Json& rank, const char* category) {
     return rank["categories"][category]["measured_bytes"].get<int64_t>();
   }
-
-  fs::path dir_;
 };
 
 TEST_F(MultiRankTest, TwoRanksMeasureModelStateToTheByte) {

@@ -9,6 +9,7 @@
 
 #include "tests/prediction_checks.h"
 #include "tests/run_command.h"
+#include "tests/temp_dir.h"
 
 namespace memprof {
 namespace {
@@ -29,10 +30,8 @@ class TwoRankPrediction : public ::testing::TestWithParam<TwoRankCase> {};
 
 TEST_P(TwoRankPrediction, EveryRankMeetsItsPrediction) {
   const TwoRankCase& c = GetParam();
-  const fs::path dir = fs::temp_directory_path() /
-                       ("memprof-predict-" + std::to_string(::getpid()) + "-" +
-                        c.preset + std::to_string(c.micro_batch));
-  fs::remove_all(dir);
+  const TempDir temp_dir;
+  const fs::path& dir = temp_dir.path();
   const CommandResult r = RunMemprof(
       "profile --config " MEMPROF_SOURCE_DIR "/configs/" + c.preset +
       ".ini --world-size 2 --steps 3 --micro-batch " +
@@ -48,7 +47,6 @@ TEST_P(TwoRankPrediction, EveryRankMeetsItsPrediction) {
   // The printed table carries the error column.
   EXPECT_NE(r.output.find("predicted"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("error"), std::string::npos) << r.output;
-  fs::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/run_command.h"
+#include "tests/temp_dir.h"
 #include "tests/text_file.h"
 
 namespace memprof {
@@ -55,17 +56,8 @@ int FreePort() {
   return ntohs(addr.sin_port);
 }
 
-class RegressionGateTest : public ::testing::Test {
+class RegressionGateTest : public TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("memprof-gate-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::string Path(const std::string& name) const {
     return (dir_ / name).string();
   }
@@ -105,8 +97,6 @@ class RegressionGateTest : public ::testing::Test {
     static const Json none;
     return none;
   }
-
-  fs::path dir_;
 };
 
 TEST_F(RegressionGateTest, ProfileCheckPassesOnTheCommittedOneRankBaseline) {

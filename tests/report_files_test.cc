@@ -5,7 +5,6 @@
 //   MEMPROF_UPDATE_GOLDEN=1 build/tests/memprof_unit_tests \
 //     --gtest_filter='ReportMarkdown.*'
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -26,6 +25,7 @@
 #include "profiler/report/report_text.h"
 #include "profiler/report/run_reports.h"
 #include "tests/run_command.h"
+#include "tests/temp_dir.h"
 #include "tests/text_file.h"
 
 namespace memprof {
@@ -37,26 +37,18 @@ using Json = nlohmann::ordered_json;
 const fs::path kFixture = MEMPROF_SOURCE_DIR "/tests/data/run-mlp-tiny-ws2";
 
 // A fresh copy of the fixture's rank reports, removed at the end.
-class RunDir : public ::testing::Test {
+class RunDir : public TempDirTest {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("memprof-report-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
     for (const char* name : {"rank-0.json", "rank-1.json"}) {
       fs::copy_file(kFixture / name, dir_ / name);
     }
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   CommandResult Report() const {
     return RunMemprof("report --run " + dir_.string());
   }
   bool Exists(const char* name) const { return fs::exists(dir_ / name); }
-
-  fs::path dir_;
 };
 
 // ------------------------------------------------------------ report.md

@@ -19,9 +19,12 @@ enum class Category : uint8_t {
   kInputs,
   kTemporaries,
   kUnattributed,
-  // Internal: a block whose category is not known yet. Resolved by ownership
-  // (see MemoryTracker::Resolve), by MarkLiveAsActivations, at its free
-  // (temporaries) or at the end of the session (unattributed). Never reported.
+  // Internal: a block whose category is not known yet (Note [Block
+  // lifetimes] in profiler/capture/memory_tracker.h). Resolved by ownership
+  // (MemoryTracker::Resolve), by the phase rule
+  // (MemoryTracker::ResolvePendingSince: activations, when backward begins
+  // or at an out-of-memory refusal in forward), at its free (temporaries)
+  // or at the end of the session (unattributed). Never reported.
   kPending,
 };
 

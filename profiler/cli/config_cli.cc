@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include <boost/program_options.hpp>
 
@@ -333,6 +334,80 @@ int FindKeyLine(const std::string& path, const std::string& key) {
 
 namespace {
 
+// Each short flag and the config key it spells.
+constexpr std::pair<const char*, const char*> kAliasKeys[] = {
+    {"world-size", "ddp.world_size"},
+    {"micro-batch", "train.micro_batch"},
+    {"global-batch", "train.global_batch"},
+    {"steps", "train.steps"}};
+
+// Adds the keys of the INI file at `path` to `vm` (the command line's
+// values win). InputError names the file, and the line where there is one.
+void StoreConfigFile(const std::string& path,
+                     const po::options_description& keys,
+                     const std::string& command, po::variables_map& vm) {
+  std::ifstream file(path);
+  if (!file || std::filesystem::is_directory(path)) {
+    const std::string reason =
+        file ? "it is a directory" : std::strerror(errno);
+    throw InputError("cannot read config file '" + path + "': " + reason +
+                     "; pass an existing file to --config");
+  }
+  try {
+    po::store(po::parse_config_file(file, keys), vm);
+  } catch (const po::unknown_option& e) {
+    const std::string key = e.get_option_name();
+    throw InputError(At(path, FindKeyLine(path, key)) + ": unknown key '" +
+                     key + "'; see 'memprof " + command +
+                     " --help' for the keys");
+  } catch (const po::invalid_config_file_syntax& e) {
+    throw InputError(path + ": " + e.what() +
+                     "; lines are 'key = value' or '[section]'");
+  } catch (const po::error_with_option_name& e) {
+    const std::string key = e.get_option_name();
+    throw InputError(At(path, key.empty() ? 0 : FindKeyLine(path, key)) + ": " +
+                     e.what());
+  } catch (const po::error& e) {
+    throw InputError(path + ": " + e.what());
+  }
+}
+
+// Sets each key a short flag on the command line gave; InputError when the
+// key was given too.
+void ApplyAliases(const Aliases& aliases, const po::variables_map& cli,
+                  RunConfig& config) {
+  int64_t* fields[] = {&config.ddp.world_size, &config.train.micro_batch,
+                       &config.train.global_batch, &config.train.steps};
+  const int64_t values[] = {aliases.world_size, aliases.micro_batch,
+                            aliases.global_batch, aliases.steps};
+  for (int i = 0; i < 4; ++i) {
+    const auto [flag, key] = kAliasKeys[i];
+    if (!cli.count(flag)) continue;
+    if (cli.count(key)) {
+      throw InputError(std::string("--") + flag + " and --" + key +
+                       " both given; use one");
+    }
+    *fields[i] = values[i];
+  }
+}
+
+// ValidateRunConfig, with the error naming where the bad value came from:
+// the flag, the file and line, or the default.
+void ValidateWhere(const RunConfig& config, const po::variables_map& cli,
+                   const std::string& path) {
+  try {
+    ValidateRunConfig(config);
+  } catch (const ConfigError& e) {
+    const std::string& key = e.key();
+    for (const auto& [flag, aliased] : kAliasKeys) {
+      if (key == aliased && cli.count(flag)) {
+        throw InputError(std::string("--") + flag + ": " + e.what());
+      }
+    }
+    throw InputError(SourceOf(key, cli, path) + ": " + e.what());
+  }
+}
+
 // The flags and config file of a command that runs (or predicts) a config:
 // `command_flags` plus every config key. Reads --config, applies the short
 // aliases and validates. Returns false for --help, with its text in `help`.
@@ -363,68 +438,15 @@ bool ParseRunConfigWords(const std::vector<std::string>& words,
   po::variables_map vm = cli;
   const std::string path =
       cli.count("config") ? cli["config"].as<std::string>() : "";
-  if (!path.empty()) {
-    std::ifstream file(path);
-    if (!file || std::filesystem::is_directory(path)) {
-      const std::string reason =
-          file ? "it is a directory" : std::strerror(errno);
-      throw InputError("cannot read config file '" + path + "': " + reason +
-                       "; pass an existing file to --config");
-    }
-    try {
-      po::store(po::parse_config_file(file, keys), vm);
-    } catch (const po::unknown_option& e) {
-      const std::string key = e.get_option_name();
-      throw InputError(At(path, FindKeyLine(path, key)) + ": unknown key '" +
-                       key + "'; see 'memprof " + command +
-                       " --help' for the keys");
-    } catch (const po::invalid_config_file_syntax& e) {
-      throw InputError(path + ": " + e.what() +
-                       "; lines are 'key = value' or '[section]'");
-    } catch (const po::error_with_option_name& e) {
-      const std::string key = e.get_option_name();
-      throw InputError(At(path, key.empty() ? 0 : FindKeyLine(path, key)) +
-                       ": " + e.what());
-    } catch (const po::error& e) {
-      throw InputError(path + ": " + e.what());
-    }
-  }
+  if (!path.empty()) StoreConfigFile(path, keys, command, vm);
   try {
     po::notify(vm);
   } catch (const po::error& e) {
     throw InputError(std::string("command line: ") + e.what());
   }
   config.source = path;
-
-  const std::pair<const char*, const char*> pairs[] = {
-      {"world-size", "ddp.world_size"},
-      {"micro-batch", "train.micro_batch"},
-      {"global-batch", "train.global_batch"},
-      {"steps", "train.steps"}};
-  int64_t* fields[] = {&config.ddp.world_size, &config.train.micro_batch,
-                       &config.train.global_batch, &config.train.steps};
-  const int64_t values[] = {aliases.world_size, aliases.micro_batch,
-                            aliases.global_batch, aliases.steps};
-  for (int i = 0; i < 4; ++i) {
-    if (!cli.count(pairs[i].first)) continue;
-    if (cli.count(pairs[i].second)) {
-      throw InputError(std::string("--") + pairs[i].first + " and --" +
-                       pairs[i].second + " both given; use one");
-    }
-    *fields[i] = values[i];
-  }
-
-  try {
-    ValidateRunConfig(config);
-  } catch (const ConfigError& e) {
-    std::string key = e.key();
-    for (const auto& pair : pairs) {
-      if (key == pair.second && cli.count(pair.first)) {
-        throw InputError(std::string("--") + pair.first + ": " + e.what());
-      }
-    }
-    throw InputError(SourceOf(key, cli, path) + ": " + e.what());
-  }
+  ApplyAliases(aliases, cli, config);
+  ValidateWhere(config, cli, path);
   return true;
 }
 

@@ -2,18 +2,20 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "profiler/base/atomic_file.h"
 #include "profiler/base/errors.h"
-#include "profiler/predict/fit.h"
 #include "profiler/base/human_bytes.h"
-#include "profiler/cli/profile_process.h"
+#include "profiler/cli/profile_child.h"
+#include "profiler/predict/fit.h"
+#include "profiler/report/report_text.h"
 
 namespace memprof {
 namespace fs = std::filesystem;
@@ -23,14 +25,16 @@ namespace {
 constexpr int64_t kLargestMeasured = int64_t{1} << 20;
 
 // One measured run: it completed (with its steady-state peak) or it ran out
-// of memory (with the report's sentence).
+// of memory (with where and how; the predicted verdict for the budget is
+// printed once, above the runs).
 struct MeasuredRun {
   int64_t micro_batch = 0;
   bool completed = false;
   int64_t peak_bytes = 0;
-  std::string out_of_memory;  // the report's message, when it ran out
+  std::string out_of_memory;  // OutOfMemoryMessage, when it ran out
 };
 
+// Runs one rank at a micro-batch under the budget, once per micro-batch.
 class Measurer {
  public:
   Measurer(const FitArgs& args, std::string dir)
@@ -40,48 +44,49 @@ class Measurer {
     for (const MeasuredRun& run : runs_) {
       if (run.micro_batch == micro_batch) return run;
     }
-    const std::string out =
-        (fs::path(dir_) / ("micro-batch-" + std::to_string(micro_batch)))
-            .string();
-    std::vector<std::string> words = args_.profile_words;
-    for (const std::string& word :
-         {std::string("--world-size"), std::string("1"),
-          std::string("--micro-batch"), std::to_string(micro_batch),
-          std::string("--global-batch"), std::string("0"),
-          std::string("--memory-limit"), std::to_string(args_.budget_bytes),
-          std::string("--out"), out}) {
-      words.push_back(word);
-    }
-    fs::create_directories(out);
-    const int code = RunProfileProcess(words, out + ".log");
-    MeasuredRun run;
-    run.micro_batch = micro_batch;
-    std::ifstream in(fs::path(out) / "rank-0.json");
-    nlohmann::json report;
-    if (in) report = nlohmann::json::parse(in, nullptr, false);
-    if (code == kExitOk && report.is_object()) {
-      run.completed = true;
-      run.peak_bytes = report["peak"]["total_bytes"].get<int64_t>();
-    } else if (code == kExitRunFailed && report.is_object() &&
-               report["out_of_memory"].is_object()) {
-      run.out_of_memory = report["out_of_memory"]["message"];
-    } else {
-      throw RunFailure("the measured run at micro-batch " +
-                       std::to_string(micro_batch) + " failed (exit " +
-                       std::to_string(code) + "), not for memory; see " + out +
-                       ".log");
-    }
+    runs_.push_back(Measure(micro_batch));
+    const MeasuredRun& run = runs_.back();
     std::cout << "  micro-batch " << micro_batch << ": "
               << (run.completed
                       ? "ran to completion, peak " + HumanBytes(run.peak_bytes)
                       : run.out_of_memory)
               << "\n"
               << std::flush;
-    runs_.push_back(run);
-    return runs_.back();
+    return run;
   }
 
  private:
+  // Throws RunFailure when the run failed for another reason than memory.
+  MeasuredRun Measure(int64_t micro_batch) const {
+    ProfileChildRequest request;
+    request.config_words = args_.profile_words;
+    request.world_size = 1;
+    request.micro_batch = micro_batch;
+    request.global_batch = 0;
+    request.memory_limit_bytes = args_.budget_bytes;
+    request.out_dir =
+        (fs::path(dir_) / ("micro-batch-" + std::to_string(micro_batch)))
+            .string();
+    const ProfileChildResult child = RunProfileChild(request);
+    const RankReport* report =
+        child.reports.empty() ? nullptr : &child.reports.front();
+    MeasuredRun run;
+    run.micro_batch = micro_batch;
+    if (child.exit_code == kExitOk && report != nullptr) {
+      run.completed = true;
+      run.peak_bytes = report->peak.total_bytes;
+    } else if (child.exit_code == kExitRunFailed && report != nullptr &&
+               report->out_of_memory) {
+      run.out_of_memory = OutOfMemoryMessage(*report->out_of_memory);
+    } else {
+      throw RunFailure("the measured run at micro-batch " +
+                       std::to_string(micro_batch) + " failed (exit " +
+                       std::to_string(child.exit_code) +
+                       "), not for memory; see " + child.log_path);
+    }
+    return run;
+  }
+
   const FitArgs& args_;
   std::string dir_;
   std::vector<MeasuredRun> runs_;

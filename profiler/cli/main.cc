@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "profiler/base/errors.h"
 #include "profiler/cli/check_command.h"
 #include "profiler/cli/command_main.h"
 #include "profiler/cli/config_cli.h"
-#include "profiler/base/errors.h"
 #include "profiler/cli/fit_command.h"
 #include "profiler/cli/predict_command.h"
-#include "profiler/cli/profile_process.h"
+#include "profiler/cli/profile_child.h"
 #include "profiler/cli/report_command.h"
 #include "profiler/cli/sweep_command.h"
 

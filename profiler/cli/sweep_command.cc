@@ -1,17 +1,22 @@
 #include "profiler/cli/sweep_command.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "profiler/base/atomic_file.h"
-#include "profiler/report/breakdown_json.h"
 #include "profiler/base/category.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
-#include "profiler/predict/prediction.h"
-#include "profiler/cli/profile_process.h"
+#include "profiler/base/schema_version.h"
+#include "profiler/base/statistics.h"
+#include "profiler/cli/profile_child.h"
 #include "profiler/report/report_html.h"
 #include "profiler/report/report_markdown.h"
 #include "profiler/report/report_text.h"
@@ -24,12 +29,12 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
+// One world size's run: rank 0's report, and the directory the run wrote.
+struct SweepPoint {
+  int64_t world_size = 0;
+  std::string dir;
+  RankReport rank0;
+};
 
 std::string Ms(double seconds) {
   char text[32];
@@ -123,12 +128,11 @@ std::string SweepTimeSvg(const Json& sweep) {
   return RenderGroupedBars(chart);
 }
 
-}  // namespace
-
-Json SweepJson(int64_t global_batch, const std::vector<RunView>& runs) {
+// memprof.sweep/1: one row per world size, from rank 0's report.
+Json SweepJson(int64_t global_batch, const std::vector<SweepPoint>& points) {
   Json rows = Json::array();
-  for (const RunView& view : runs) {
-    const RankReport& rank = view.ranks.front();
+  for (const SweepPoint& point : points) {
+    const RankReport& rank = point.rank0;
     Json bytes = Json::object();
     for (Category c : kAllCategories) {
       bytes[std::string(CategoryName(c))] = ComparedBytes(rank.Of(c), c);
@@ -141,19 +145,20 @@ Json SweepJson(int64_t global_batch, const std::vector<RunView>& runs) {
     }
     const double step_s = Median(step);
     const double comm_s = std::min(step_s, Median(comm));
-    rows.push_back(Json{{"world_size", view.world_size},
+    rows.push_back(Json{{"world_size", point.world_size},
                         {"micro_batch", rank.micro_batch},
                         {"bytes", bytes},
                         {"peak_bytes", rank.peak.total_bytes},
                         {"step_seconds", step_s},
                         {"comm_seconds", comm_s},
                         {"comm_share", step_s > 0 ? comm_s / step_s : 0.0},
-                        {"run", view.dir}});
+                        {"run", point.dir}});
   }
   return Json{
       {"schema", kSweepSchema}, {"global_batch", global_batch}, {"rows", rows}};
 }
 
+// Per-rank bytes by category against N, as inline SVG.
 std::string SweepBytesSvg(const Json& sweep) {
   GroupedBarChart chart;
   chart.id = "sweep-bytes";
@@ -189,32 +194,39 @@ std::string SweepBytesSvg(const Json& sweep) {
   return RenderGroupedBars(chart);
 }
 
+// Runs the config at world size `n`, micro-batch G/n, into OUT/ws-<n>/.
+// Throws RunFailure unless the run succeeded and rank 0 wrote its report.
+SweepPoint RunAt(const SweepArgs& args, int64_t n) {
+  ProfileChildRequest request;
+  request.config_words = args.profile_words;
+  request.world_size = n;
+  request.global_batch = args.global_batch;
+  request.out_dir =
+      (fs::path(args.out_dir) / ("ws-" + std::to_string(n))).string();
+  std::cout << "memprof sweep: " << n << " rank" << (n == 1 ? "" : "s")
+            << " at micro-batch " << args.global_batch / n << " -> "
+            << request.out_dir << "\n"
+            << std::flush;
+  ProfileChildResult child = RunProfileChild(request);
+  if (child.exit_code != kExitOk) {
+    throw RunFailure("the run at world size " + std::to_string(n) +
+                     " failed (exit " + std::to_string(child.exit_code) +
+                     "); see " + child.log_path);
+  }
+  if (child.reports.empty() || child.reports.front().context.rank != 0) {
+    throw RunFailure("the run at world size " + std::to_string(n) +
+                     " wrote no report for rank 0; see " + child.log_path);
+  }
+  return SweepPoint{n, request.out_dir, std::move(child.reports.front())};
+}
+
+}  // namespace
+
 int RunSweepCommand(const SweepArgs& args) {
   CreateOutputDirectory("--out", args.out_dir);
-  std::vector<RunView> runs;
-  for (int64_t n : args.world_sizes) {
-    const std::string dir =
-        (fs::path(args.out_dir) / ("ws-" + std::to_string(n))).string();
-    std::vector<std::string> words = args.profile_words;
-    for (const std::string& word :
-         {std::string("--world-size"), std::to_string(n),
-          std::string("--global-batch"), std::to_string(args.global_batch),
-          std::string("--out"), dir}) {
-      words.push_back(word);
-    }
-    std::cout << "memprof sweep: " << n << " rank" << (n == 1 ? "" : "s")
-              << " at micro-batch " << args.global_batch / n << " -> " << dir
-              << "\n"
-              << std::flush;
-    const int code = RunProfileProcess(words, dir + ".log");
-    if (code != kExitOk) {
-      throw RunFailure("the run at world size " + std::to_string(n) +
-                       " failed (exit " + std::to_string(code) + "); see " +
-                       dir + ".log");
-    }
-    runs.push_back(LoadRunView(dir));
-  }
-  const Json sweep = SweepJson(args.global_batch, runs);
+  std::vector<SweepPoint> points;
+  for (int64_t n : args.world_sizes) points.push_back(RunAt(args, n));
+  const Json sweep = SweepJson(args.global_batch, points);
   const ReportTable table = SweepTable(sweep);
   ReportText text;
   text.title = "memprof sweep: " + args.config.model;

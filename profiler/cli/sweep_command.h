@@ -8,25 +8,10 @@
 // Exit codes: 0 done, 2 bad input, 3 a run failed.
 #pragma once
 
-#include <vector>
-
-#include <nlohmann/json.hpp>
-
 #include "profiler/cli/config_cli.h"
-#include "profiler/report/run_reports.h"
-
-#include "profiler/base/schema_version.h"
 
 namespace memprof {
 
-
 int RunSweepCommand(const SweepArgs& args);
-
-// One row per run, from its rank reports (torch-free; tested on files).
-nlohmann::ordered_json SweepJson(int64_t global_batch,
-                                 const std::vector<RunView>& runs);
-
-// The chart of per-rank bytes by category against N, as inline SVG.
-std::string SweepBytesSvg(const nlohmann::ordered_json& sweep);
 
 }  // namespace memprof

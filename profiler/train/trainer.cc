@@ -72,146 +72,191 @@ int64_t CountElements(const std::vector<torch::Tensor>& tensors) {
   return n;
 }
 
+// One rank's run, phase by phase. The objects that hold memory are members
+// so that what they hold is still live when the session ends.
+class RankTrainer {
+ public:
+  RankTrainer(const RunConfig& config, ProcessGroup& group)
+      : config_(config),
+        group_(group),
+        tracker_(MemoryTracker::Get()),
+        // Bucket buffers: DDP buckets, or the gradients themselves when the
+        // gradients are views into them.
+        bucket_category_(config.ddp.gradient_as_bucket_view
+                             ? Category::kGradients
+                             : Category::kDdpBuckets) {
+    run_.rank = group.rank();
+    run_.world_size = group.size();
+    run_.backend = "gloo";
+    run_.hooked = CpuHookInstalled();
+    run_.config = config;
+    run_.micro_batch = MicroBatch(config);
+    run_.prediction = Predict(config);
+  }
+
+  // Model, DDP and optimizer (phases model_init, ddp_init).
+  void SetUp() {
+    tracker_.SetPhase(Phase::kModelInit, 0);
+    torch::manual_seed(config_.train.seed);  // same weights on every rank
+    model_ = BuildModel(config_);
+    params_ = model_->module().parameters();
+    ResolveOwnership(params_, Category::kWeights, misses_);
+    ResolveOwnership(model_->module().buffers(), Category::kWeights, misses_,
+                     kFlagBuffer);
+    run_.parameters = CountElements(params_);
+
+    tracker_.SetPhase(Phase::kDdpInit, 0);
+    ddp_ = std::make_unique<DdpEngine>(group_, config_.ddp, params_);
+    ResolveOwnership(ddp_->BucketBuffers(), bucket_category_, misses_,
+                     kFlagBucket);
+    optimizer_ = MakeOptimizer(config_.train, params_);
+    torch::manual_seed(config_.train.seed + 1 + group_.rank());  // data
+  }
+
+  // Step 1 creates gradients and optimizer state; a bucket rebuild is
+  // one-time work too. The steady state starts after both. Returns false
+  // when the step was cut short by the memory limit.
+  bool Step(int32_t step) {
+    const auto start = std::chrono::steady_clock::now();
+    StepRecord record;
+    try {
+      record.loss = Train(step);
+    } catch (const std::exception&) {
+      if (!StoppedByLimit()) throw;
+      record.completed = false;
+    }  // the batch, the loss and the graph are freed inside the step
+    const auto end = std::chrono::steady_clock::now();
+    record.seconds = std::chrono::duration<double>(end - start).count();
+    record.comm_seconds = ddp_->CommSecondsBetween(start, end);
+    run_.step_records.push_back(record);
+    return record.completed;
+  }
+
+  // After the last step: are weights and optimizer state bit-identical on
+  // every rank? Collective.
+  void Audit() {
+    tracker_.SetPhase(Phase::kAudit, 0);
+    run_.buckets = static_cast<int64_t>(ddp_->bucket_count());
+    run_.redundancy.push_back(
+        AuditAcrossRanks(group_, Category::kWeights, params_));
+    run_.redundancy.push_back(AuditAcrossRanks(
+        group_, Category::kOptimizerState, OptimizerStateTensors(*optimizer_)));
+  }
+
+  // Out of memory under --memory-limit (Note [Memory limit]): whatever
+  // gradients and optimizer state exist are attributed, then the rank stops
+  // training and reports what it measured. False for any other error.
+  bool StoppedByLimit() {
+    if (tracker_.out_of_memory().seq < 0) return false;
+    ResolveOwnership(Gradients(params_), Category::kGradients, misses_);
+    if (optimizer_ != nullptr) {
+      ResolveOwnership(OptimizerStateTensors(*optimizer_),
+                       Category::kOptimizerState, misses_);
+    }
+    if (ddp_ != nullptr) {
+      run_.buckets = static_cast<int64_t>(ddp_->bucket_count());
+      ddp_->Abandon();  // the peers are mid-step
+    }
+    return true;
+  }
+
+  // Any other failure: peers may hang in teardown.
+  void Abandon() {
+    if (ddp_ != nullptr) ddp_->Abandon();
+  }
+
+  // Ends the session and computes the figures from its block lifetimes.
+  RankRun Finish() {
+    tracker_.SetPhase(Phase::kIdle, 0);
+    run_.capture = tracker_.EndSession();
+    tracker_.SetMemoryLimit(0);
+    const Capture& capture = run_.capture;
+    run_.analysis =
+        Analyze(capture, 1 + std::max(last_one_time_step_,
+                                      LastBucketFreeStep(capture)));
+    if (capture.out_of_memory.seq >= 0) {
+      run_.out_of_memory_bytes = LiveAt(capture, capture.out_of_memory.seq);
+    }
+    for (const Lifetime& life : capture.lifetimes) {
+      if ((life.flags & kFlagBuffer) && life.free_seq == kLive) {
+        run_.buffer_bytes += life.bytes;
+      }
+    }
+    run_.ownership_not_found = misses_.not_found;
+    run_.ownership_conflicts = misses_.conflict;
+    return std::move(run_);
+  }
+
+ private:
+  // inputs, forward, backward (with the Reducer's all-reduces), optimizer,
+  // zero_grad; returns the loss.
+  double Train(int32_t step) {
+    tracker_.SetPhase(Phase::kInputs, step);
+    const Batch batch = model_->MakeBatch(run_.micro_batch);
+    ResolveOwnership({batch.input, batch.target}, Category::kInputs, misses_);
+
+    const int64_t forward_begin = tracker_.SetPhase(Phase::kForward, step);
+    if (ddp_->PrepareForward()) {
+      ResolveOwnership(ddp_->BucketBuffers(), bucket_category_, misses_,
+                       kFlagBucket);
+      last_one_time_step_ = step;
+    }
+    torch::Tensor loss = model_->Loss(batch);
+    tracker_.ResolvePendingSince(forward_begin, Category::kActivations);
+
+    tracker_.SetPhase(Phase::kBackward, step);
+    ddp_->PrepareForBackward();
+    loss.backward();  // the Reducer all-reduces bucket by bucket
+    ResolveOwnership(Gradients(params_), Category::kGradients, misses_);
+
+    tracker_.SetPhase(Phase::kOptimizer, step);
+    optimizer_->step();
+    ResolveOwnership(OptimizerStateTensors(*optimizer_),
+                     Category::kOptimizerState, misses_);
+
+    tracker_.SetPhase(Phase::kZeroGrad, step);
+    ZeroGrad(params_, config_.train.zero_grad_set_to_none);
+    return loss.item<double>();
+  }
+
+  const RunConfig& config_;
+  ProcessGroup& group_;
+  MemoryTracker& tracker_;
+  const Category bucket_category_;
+  RankRun run_;
+  OwnershipMisses misses_;
+  int32_t last_one_time_step_ = 1;
+  std::unique_ptr<TrainableModel> model_;
+  std::vector<torch::Tensor> params_;
+  std::unique_ptr<DdpEngine> ddp_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+};
+
 }  // namespace
 
 RankRun RunRank(const RunConfig& config, ProcessGroup& group,
-                   int64_t memory_limit_bytes) {
+                int64_t memory_limit_bytes) {
   MemoryTracker& tracker = MemoryTracker::Get();
   tracker.SetMemoryLimit(memory_limit_bytes);
-  RankRun report;
-  report.rank = group.rank();
-  report.world_size = group.size();
-  report.backend = "gloo";
-  report.hooked = CpuHookInstalled();
-  report.config = config;
-  report.micro_batch = MicroBatch(config);
-  report.prediction = Predict(config);
-  OwnershipMisses misses;
-  // Bucket buffers: DDP buckets, or the gradients themselves when the
-  // gradients are views into them.
-  const Category bucket_category = config.ddp.gradient_as_bucket_view
-                                       ? Category::kGradients
-                                       : Category::kDdpBuckets;
-
-  int32_t last_one_time_step = 1;
-  // Declared outside the session's try so that what they hold is still live
-  // when the session ends.
-  std::unique_ptr<TrainableModel> model;
-  std::vector<torch::Tensor> params;
-  std::unique_ptr<DdpEngine> ddp;
-  std::unique_ptr<torch::optim::Optimizer> optimizer;
-  // Out of memory under --memory-limit (Note [Memory limit]): whatever
-  // gradients and optimizer state exist are attributed, then the rank stops
-  // training and reports what it measured. Any other error is rethrown.
-  auto stopped_by_limit = [&] {
-    if (tracker.out_of_memory().seq < 0) return false;
-    ResolveOwnership(Gradients(params), Category::kGradients, misses);
-    if (optimizer != nullptr) {
-      ResolveOwnership(OptimizerStateTensors(*optimizer),
-                       Category::kOptimizerState, misses);
-    }
-    if (ddp != nullptr) {
-      report.buckets = static_cast<int64_t>(ddp->bucket_count());
-      ddp->Abandon();  // the peers are mid-step
-    }
-    return true;
-  };
+  RankTrainer trainer(config, group);
   tracker.BeginSession();
   try {
-    tracker.SetPhase(Phase::kModelInit, 0);
-    torch::manual_seed(config.train.seed);  // same weights on every rank
-    model = BuildModel(config);
-    params = model->module().parameters();
-    ResolveOwnership(params, Category::kWeights, misses);
-    ResolveOwnership(model->module().buffers(), Category::kWeights, misses,
-                     kFlagBuffer);
-    report.parameters = CountElements(params);
-
-    tracker.SetPhase(Phase::kDdpInit, 0);
-    ddp = std::make_unique<DdpEngine>(group, config.ddp, params);
-    ResolveOwnership(ddp->BucketBuffers(), bucket_category, misses,
-                     kFlagBucket);
-    optimizer = MakeOptimizer(config.train, params);
-    torch::manual_seed(config.train.seed + 1 + group.rank());  // data
-    // Step 1 creates gradients and optimizer state; a bucket rebuild is
-    // one-time work too. The steady state starts after both.
-
-    for (int32_t step = 1; step <= config.train.steps; ++step) {
-      const auto start = std::chrono::steady_clock::now();
-      StepRecord record;
-      try {
-        tracker.SetPhase(Phase::kInputs, step);
-        const Batch batch = model->MakeBatch(report.micro_batch);
-        ResolveOwnership({batch.input, batch.target}, Category::kInputs,
-                         misses);
-
-        const int64_t forward_begin = tracker.SetPhase(Phase::kForward, step);
-        if (ddp->PrepareForward()) {
-          ResolveOwnership(ddp->BucketBuffers(), bucket_category, misses,
-                           kFlagBucket);
-          last_one_time_step = step;
-        }
-        torch::Tensor loss = model->Loss(batch);
-        tracker.ResolvePendingSince(forward_begin, Category::kActivations);
-
-        tracker.SetPhase(Phase::kBackward, step);
-        ddp->PrepareForBackward();
-        loss.backward();  // the Reducer all-reduces bucket by bucket
-        ResolveOwnership(Gradients(params), Category::kGradients, misses);
-
-        tracker.SetPhase(Phase::kOptimizer, step);
-        optimizer->step();
-        ResolveOwnership(OptimizerStateTensors(*optimizer),
-                         Category::kOptimizerState, misses);
-
-        tracker.SetPhase(Phase::kZeroGrad, step);
-        ZeroGrad(params, config.train.zero_grad_set_to_none);
-        record.loss = loss.item<double>();
-      } catch (const std::exception&) {
-        if (!stopped_by_limit()) throw;
-        record.completed = false;
-      }  // the batch, the loss and the graph are freed inside the step
-      const auto end = std::chrono::steady_clock::now();
-      record.seconds = std::chrono::duration<double>(end - start).count();
-      record.comm_seconds = ddp->CommSecondsBetween(start, end);
-      report.step_records.push_back(record);
-      if (!record.completed) break;
+    trainer.SetUp();
+    bool completed = true;
+    for (int32_t step = 1; completed && step <= config.train.steps; ++step) {
+      completed = trainer.Step(step);
     }
-
-    if (tracker.out_of_memory().seq < 0) {
-      tracker.SetPhase(Phase::kAudit, 0);
-      report.buckets = static_cast<int64_t>(ddp->bucket_count());
-      report.redundancy.push_back(
-          AuditAcrossRanks(group, Category::kWeights, params));
-      report.redundancy.push_back(AuditAcrossRanks(
-          group, Category::kOptimizerState, OptimizerStateTensors(*optimizer)));
-    }
+    if (tracker.out_of_memory().seq < 0) trainer.Audit();
   } catch (const std::exception&) {
     // Out of memory before the first step (model or DDP set-up) is
     // reported like one inside a step.
-    if (!stopped_by_limit()) {
-      if (ddp != nullptr) ddp->Abandon();  // peers may hang in teardown
+    if (!trainer.StoppedByLimit()) {
+      trainer.Abandon();
       tracker.SetMemoryLimit(0);
       throw;
     }
   }
-  tracker.SetPhase(Phase::kIdle, 0);
-  report.capture = tracker.EndSession();
-  tracker.SetMemoryLimit(0);
-  const Capture& capture = report.capture;
-  report.analysis = Analyze(
-      capture, 1 + std::max(last_one_time_step, LastBucketFreeStep(capture)));
-  if (capture.out_of_memory.seq >= 0) {
-    report.out_of_memory_bytes = LiveAt(capture, capture.out_of_memory.seq);
-  }
-  for (const Lifetime& life : capture.lifetimes) {
-    if ((life.flags & kFlagBuffer) && life.free_seq == kLive) {
-      report.buffer_bytes += life.bytes;
-    }
-  }
-  report.ownership_not_found = misses.not_found;
-  report.ownership_conflicts = misses.conflict;
-  return report;
+  return trainer.Finish();
 }
 
 }  // namespace memprof

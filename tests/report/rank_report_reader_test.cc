@@ -5,7 +5,6 @@
 // or removed, one at a time. Whatever the reader accepts, every renderer
 // renders.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <functional>
@@ -25,6 +24,7 @@
 #include "profiler/report/summary.h"
 #include "tests/input_error_of.h"
 #include "tests/run_command.h"
+#include "tests/temp_dir.h"
 #include "tests/text_file.h"
 
 namespace memprof {
@@ -83,16 +83,8 @@ std::vector<std::pair<std::string, Json>> MalformedCorpus() {
   return corpus;
 }
 
-class Corpus : public ::testing::Test {
+class Corpus : public TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("memprof-reader-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   void Write(const Json& doc) const {
     WriteFile(dir_ / "rank-0.json", doc.dump());
   }
@@ -114,8 +106,6 @@ class Corpus : public ::testing::Test {
       return false;
     }
   }
-
-  fs::path dir_;
 };
 
 TEST(RankReportReader, ReadsBackWhatTheWriterWrote) {

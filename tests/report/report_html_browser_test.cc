@@ -1,0 +1,365 @@
+// report.html in a real headless Chromium: its layout (the page's script
+// measures every chart), a screenshot, the DOM with the fixture's figures,
+// and a network log showing it requested nothing (and that the log would
+// show a request, and that the page's CSP blocks one).
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "profiler/report/rank_report.h"
+#include "profiler/report/report_html.h"
+#include "profiler/report/report_text.h"
+#include "profiler/report/run_reports.h"
+#include "tests/report/fixture.h"
+#include "tests/temp_dir.h"
+#include "tests/text_file.h"
+
+namespace memprof {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+const char kShotCopy[] = "/tmp/report-html-shot.png";
+
+// ---------------------------------------------------------------- chromium
+
+std::string ChromiumPath() {
+  const char* custom = std::getenv("MEMPROF_CHROMIUM");
+  return custom != nullptr && *custom != '\0' ? custom : "/usr/bin/chromium";
+}
+
+std::string Quote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// What one headless Chromium run left behind.
+struct BrowserRun {
+  int exit_code = -1;  // 124: killed by the timeout
+  std::string stdout_text;
+  std::string stderr_text;
+};
+
+// Runs Chromium headless on file://page with its own fresh profile,
+// killed after 60 seconds.
+BrowserRun RunChromium(const fs::path& work, const fs::path& page,
+                       const std::string& flags) {
+  static int run = 0;
+  const std::string name = "run-" + std::to_string(++run);
+  const fs::path profile = work / (name + "-profile");
+  const fs::path out = work / (name + ".out");
+  const fs::path err = work / (name + ".err");
+  const std::string command =
+      "timeout 60 " + Quote(ChromiumPath()) +
+      " --headless --no-sandbox --disable-gpu --no-first-run"
+      " --disable-background-networking --disable-component-update"
+      " --disable-sync --hide-scrollbars --user-data-dir=" +
+      Quote(profile.string()) + " " + flags + " " +
+      Quote("file://" + page.string()) + " >" + Quote(out.string()) + " 2>" +
+      Quote(err.string());
+  const int status = std::system(command.c_str());
+  BrowserRun result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.stdout_text = ReadFile(out);
+  result.stderr_text = ReadFile(err);
+  return result;
+}
+
+std::string Describe(const BrowserRun& run) {
+  return "chromium exited " + std::to_string(run.exit_code) +
+         (run.exit_code == 124 ? " (timed out after 60 s)" : "") +
+         "; stderr tail:\n" +
+         run.stderr_text.substr(
+             run.stderr_text.size() > 2000 ? run.stderr_text.size() - 2000 : 0);
+}
+
+// ---------------------------------------------------------------- netlog
+
+// A Chromium --log-net-log file, read for the URLs requested. A file://
+// page's own load never reaches the network stack, so it is not in the
+// log; what is: the browser's own background requests (update checks,
+// account lookups: initiator "not an origin", no file:// in their keys)
+// and everything done for the page: requests, DNS lookups, preconnects,
+// all keyed by the page's file:// site (network isolation and anonymization
+// keys, site_for_cookies), and navigations it starts (an initiator origin).
+struct NetLogRequests {
+  size_t events = 0;
+  std::set<std::string> for_page;  // not data:, about:, chrome: or blob:
+  std::set<std::string> browser;
+};
+
+bool MentionsString(const Json& value, const std::string& needle) {
+  if (value.is_string()) {
+    return value.get<std::string>().find(needle) != std::string::npos;
+  }
+  if (value.is_structured()) {
+    for (const Json& item : value) {
+      if (MentionsString(item, needle)) return true;
+    }
+  }
+  return false;
+}
+
+bool BrowserInternal(const std::string& url) {
+  for (const char* scheme :
+       {"data:", "about:", "chrome:", "chrome-untrusted:", "blob:"}) {
+    if (url.rfind(scheme, 0) == 0) return true;
+  }
+  return false;
+}
+
+NetLogRequests ReadNetLog(const fs::path& path, const std::string& page_url) {
+  const Json log = Json::parse(ReadFile(path));  // throws when truncated
+  const int start_job =
+      log.at("constants").at("logEventTypes").at("URL_REQUEST_START_JOB");
+  NetLogRequests found;
+  for (const Json& event : log.at("events")) {
+    ++found.events;
+    const auto params = event.find("params");
+    if (params == event.end() || !params->is_object()) continue;
+    std::string target;
+    for (const char* key : {"url", "host"}) {
+      const auto it = params->find(key);
+      if (it != params->end() && it->is_string()) {
+        target = it->get<std::string>();
+        break;
+      }
+    }
+    if (target.empty()) continue;
+    const bool start = event.value("type", -1) == start_job;
+    const std::string initiator = params->value("initiator", "");
+    const bool for_page =
+        MentionsString(*params, "file://") ||
+        (start && !initiator.empty() && initiator != "not an origin");
+    if (for_page) {
+      if (!BrowserInternal(target) && target != page_url) {
+        found.for_page.insert(target);
+      }
+    } else if (start) {
+      found.browser.insert(target);
+    }
+  }
+  return found;
+}
+
+std::string Join(const std::set<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += "\n  " + item;
+  return out;
+}
+
+// ---------------------------------------------------------------- PNG
+
+struct PngSize {
+  bool valid = false;
+  uint32_t width = 0;
+  uint32_t height = 0;
+};
+
+PngSize ReadPngSize(const std::string& bytes) {
+  static const char kSignature[] = "\x89PNG\r\n\x1a\n";
+  PngSize size;
+  if (bytes.size() < 24 || bytes.compare(0, 8, kSignature, 8) != 0 ||
+      bytes.compare(12, 4, "IHDR") != 0) {
+    return size;
+  }
+  const auto be32 = [&](size_t at) {
+    uint32_t v = 0;
+    for (size_t i = 0; i < 4; ++i) {
+      v = v << 8 | static_cast<unsigned char>(bytes[at + i]);
+    }
+    return v;
+  };
+  size.valid = true;
+  size.width = be32(16);
+  size.height = be32(20);
+  return size;
+}
+
+class ReportHtmlBrowser : public TempDirTest {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(access(ChromiumPath().c_str(), X_OK), 0)
+        << "no Chromium at " << ChromiumPath()
+        << ": the report.html test renders the page in a real headless "
+           "browser. Run scripts/deps.sh (it installs Debian's chromium), or "
+           "apt-get install chromium.";
+    ranks_ = FixtureRanks();
+    ASSERT_EQ(ranks_.size(), 2u);
+    // The page exactly as a profile writes it for the fixture's run.
+    const RunView view = LoadRunView(kFixtureDir);
+    html_ = FormatReportHtml(view, BuildReportText(view));
+    page_ = dir_ / "report.html";
+    WriteFile(page_, html_);
+  }
+  void TearDown() override {
+    if (HasFailure()) temp_dir_.Keep();  // the page, shots and net logs
+  }
+
+  // `markup` written to the temporary directory as `name`.
+  fs::path Variant(const std::string& name, std::string markup) {
+    const fs::path path = dir_ / name;
+    WriteFile(path, markup);
+    return path;
+  }
+
+  std::string WithoutCsp() {
+    std::string markup = html_;
+    const size_t at = markup.find(kCsp);
+    if (at != std::string::npos) markup.erase(at, std::string(kCsp).size());
+    return markup;
+  }
+
+  static std::string WithExternalImage(std::string markup) {
+    markup.insert(markup.find("</main>"),
+                  "<img src=\"http://example.invalid/x.png\" alt=\"\">\n");
+    return markup;
+  }
+
+  NetLogRequests LoadWithNetLog(const fs::path& page, std::string* dom) {
+    const fs::path netlog = dir_ / (page.stem().string() + ".netlog.json");
+    const BrowserRun run = RunChromium(
+        dir_, page,
+        "--window-size=1200,3000 --virtual-time-budget=2000 --log-net-log=" +
+            Quote(netlog.string()) + " --dump-dom");
+    EXPECT_EQ(run.exit_code, 0) << Describe(run);
+    *dom = run.stdout_text;
+    try {
+      return ReadNetLog(netlog, "file://" + page.string());
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "netlog " << netlog << " unreadable: " << e.what();
+      return {};
+    }
+  }
+
+  fs::path page_;
+  std::string html_;
+  std::vector<RankReport> ranks_;
+};
+
+TEST_F(ReportHtmlBrowser, LaysOutEveryChartWithTheFixtureFigures) {
+  const BrowserRun run =
+      RunChromium(dir_, page_,
+                  "--window-size=1200,3000 --virtual-time-budget=2000 "
+                  "--dump-dom");
+  ASSERT_EQ(run.exit_code, 0) << Describe(run);
+  const std::string& dom = run.stdout_text;
+  ASSERT_NE(dom.find("</html>"), std::string::npos) << dom.substr(0, 500);
+  const std::vector<Element> tags = StartTags(dom);
+  const std::vector<Element> charts = WithClass(tags, "chart");
+  ASSERT_EQ(charts.size(), ranks_.size() + 1);
+  for (const Element& chart : charts) {
+    EXPECT_GE(std::stoi(chart.Get("data-rendered-width")), 800)
+        << chart.Get("id");
+    EXPECT_GE(std::stoi(chart.Get("data-rendered-height")), 300)
+        << chart.Get("id");
+    const std::vector<Element> inside = InChart(dom, chart.Get("id"));
+    const size_t data =
+        WithClass(inside, "area").size() + WithClass(inside, "bar").size();
+    EXPECT_EQ(chart.Get("data-rendered-elements"), std::to_string(data))
+        << chart.Get("id");
+  }
+  bool body = false;
+  for (const Element& e : tags) {
+    if (e.tag != "body") continue;
+    body = true;
+    EXPECT_EQ(e.Get("data-charts-total"), std::to_string(charts.size()));
+    EXPECT_EQ(e.Get("data-charts-rendered"), std::to_string(charts.size()));
+  }
+  EXPECT_TRUE(body) << "the page's script did not run";
+  ExpectChartsShowRanks(dom, ranks_);
+  EXPECT_NE(dom.find("<caption>Each category's largest live bytes"),
+            std::string::npos);
+  EXPECT_NE(dom.find("bit-identical on all 2 ranks"), std::string::npos);
+}
+
+TEST_F(ReportHtmlBrowser, ScreenshotIsAFullPngWithMoreThanABlankPage) {
+  const fs::path shot = dir_ / "shot.png";
+  const BrowserRun run = RunChromium(
+      dir_, page_,
+      "--window-size=1200,3000 --virtual-time-budget=2000 --screenshot=" +
+          Quote(shot.string()));
+  ASSERT_EQ(run.exit_code, 0) << Describe(run);
+  const std::string png = ReadFile(shot);
+  const PngSize size = ReadPngSize(png);
+  ASSERT_TRUE(size.valid) << shot << " is not a PNG (" << png.size()
+                          << " bytes)";
+  EXPECT_EQ(size.width, 1200u);
+  EXPECT_EQ(size.height, 3000u);
+
+  const fs::path blank_page = Variant("blank.html",
+                                      "<!DOCTYPE html><html><body></body>"
+                                      "</html>\n");
+  const fs::path blank_shot = dir_ / "blank.png";
+  const BrowserRun blank = RunChromium(
+      dir_, blank_page,
+      "--window-size=1200,3000 --screenshot=" + Quote(blank_shot.string()));
+  ASSERT_EQ(blank.exit_code, 0) << Describe(blank);
+  const size_t blank_bytes = ReadFile(blank_shot).size();
+  // Measured: the fixture's page compresses to about 10x a blank page's
+  // PNG at this size; a page whose charts did not paint stays near 1x.
+  EXPECT_GT(png.size(), 4 * blank_bytes)
+      << "the screenshot is barely larger than a blank page's";
+  std::error_code error;
+  fs::copy_file(shot, kShotCopy, fs::copy_options::overwrite_existing, error);
+  EXPECT_FALSE(error) << "cannot copy the screenshot to " << kShotCopy;
+}
+
+TEST_F(ReportHtmlBrowser, RequestsNothingFromTheNetwork) {
+  // Without its CSP, so that the markup itself is what is tested: the CSP
+  // would block a request before the network log could see it.
+  ASSERT_EQ(Count(html_, kCsp), 1u);
+  std::string dom;
+  const NetLogRequests requests =
+      LoadWithNetLog(Variant("no-csp.html", WithoutCsp()), &dom);
+  EXPECT_GT(requests.events, 0u) << "an empty network log proves nothing";
+  EXPECT_TRUE(requests.for_page.empty())
+      << "the page requested:" << Join(requests.for_page);
+  EXPECT_NE(dom.find("data-charts-rendered=\"" +
+                     std::to_string(ranks_.size() + 1) + "\""),
+            std::string::npos)
+      << "the page did not load in the logged run";
+}
+
+TEST_F(ReportHtmlBrowser, NetLogCheckCatchesAnExternalImage) {
+  std::string dom;
+  const NetLogRequests requests = LoadWithNetLog(
+      Variant("external.html", WithExternalImage(WithoutCsp())), &dom);
+  // The image, and possibly its host's lookup: nothing else.
+  EXPECT_EQ(requests.for_page.count("http://example.invalid/x.png"), 1u)
+      << "found:" << Join(requests.for_page)
+      << "\nbrowser's own:" << Join(requests.browser);
+  for (const std::string& url : requests.for_page) {
+    EXPECT_EQ(url.rfind("http://example.invalid", 0), 0u) << url;
+  }
+  EXPECT_EQ(requests.browser.count("http://example.invalid/x.png"), 0u);
+}
+
+TEST_F(ReportHtmlBrowser, CspBlocksAnExternalImage) {
+  std::string dom;
+  const NetLogRequests requests = LoadWithNetLog(
+      Variant("external-csp.html", WithExternalImage(html_)), &dom);
+  EXPECT_GT(requests.events, 0u);
+  EXPECT_TRUE(requests.for_page.empty())
+      << "requested despite the CSP:" << Join(requests.for_page);
+  EXPECT_NE(dom.find("example.invalid"), std::string::npos)
+      << "the image was not in the page";
+}
+
+}  // namespace
+}  // namespace memprof
