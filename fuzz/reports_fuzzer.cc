@@ -93,8 +93,8 @@ void RankReportInput(const std::string& text) {
   Render(report);
   try {
     Baseline baseline;
-    baseline.run = CombineRankReports({FiguresOf(report, "rank-0.json")},
-                                      {"rank-0.json"});
+    baseline.run =
+        CombineRankReports({FiguresOf(report, "rank-0.json")}, {"rank-0.json"});
     Gate(baseline);
   } catch (const InputError&) {
     // a report of a larger world, its other ranks missing

@@ -3,8 +3,8 @@
 // tensor saved for backward and input tensor, with its shape in the
 // config's terms and its dtype, plus the transient tensors live at the
 // moment the model's backward peaks (its workspace). The prediction
-// (profiler/predict/prediction.h) is a sum over this table; tests keep it in step with
-// the built modules. Pure arithmetic: no tensors.
+// (profiler/predict/prediction.h) is a sum over this table; tests keep it in
+// step with the built modules. Pure arithmetic: no tensors.
 #pragma once
 
 #include <cstdint>

@@ -105,7 +105,8 @@ const Json& JsonReader::Object(const Json& object, const std::string& where,
                                const std::string& key) const {
   const Json& value = Member(object, where, key);
   if (!value.is_object()) {
-    Fail(JsonPath(where, key), "expected an object, got " + DescribeJson(value));
+    Fail(JsonPath(where, key),
+         "expected an object, got " + DescribeJson(value));
   }
   return value;
 }
@@ -123,7 +124,8 @@ const Json& JsonReader::ObjectAt(const Json& array, const std::string& where,
                                  size_t i) const {
   const Json& value = array[i];
   if (!value.is_object()) {
-    Fail(JsonElement(where, i), "expected an object, got " + DescribeJson(value));
+    Fail(JsonElement(where, i),
+         "expected an object, got " + DescribeJson(value));
   }
   return value;
 }

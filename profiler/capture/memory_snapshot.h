@@ -26,7 +26,6 @@
 
 namespace memprof {
 
-
 // The capture's lifetimes must carry final categories (EndSession's do).
 nlohmann::ordered_json MemorySnapshotJson(const Capture& capture, int rank);
 

@@ -19,7 +19,8 @@ int RunBaselineCommand(const BaselineArgs& args) {
   Baseline baseline;
   baseline.run = LoadRun(args.run_dir);
   baseline.tolerances = args.tolerances;
-  WriteFlaggedFile("--out", args.out_path, BaselineToJson(baseline).dump(2) + "\n");
+  WriteFlaggedFile("--out", args.out_path,
+                   BaselineToJson(baseline).dump(2) + "\n");
   const RunContext& c = baseline.run.context;
   std::cout << "memprof baseline: wrote " << args.out_path << " from "
             << args.run_dir << ": " << c.world_size << " rank"

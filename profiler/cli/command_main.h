@@ -1,6 +1,6 @@
 // What both executables' main() share: running a command with the
-// documented exit codes (profiler/base/errors.h), every error message naming the
-// rank, host and pid when the process is one rank of a job.
+// documented exit codes (profiler/base/errors.h), every error message naming
+// the rank, host and pid when the process is one rank of a job.
 #pragma once
 
 #include <functional>

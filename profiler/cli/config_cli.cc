@@ -14,6 +14,7 @@
 #include "models/config_validation.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
+#include "profiler/cli/flag_parsing.h"
 
 namespace memprof {
 namespace po = boost::program_options;
@@ -89,109 +90,6 @@ std::string SourceOf(const std::string& key, const po::variables_map& cli,
   return "default of '" + key + "'";
 }
 
-// The check flags as given; ApplyGateWords turns them into CheckOptions.
-struct GateWords {
-  std::vector<std::string> tolerances;
-  int64_t tolerance_bytes = 0;
-};
-
-po::options_description GateFlags(CheckOptions& o, GateWords& w) {
-  po::options_description flags("Check options");
-  flags.add_options()(
-      "tolerance", po::value(&w.tolerances)->composing(),
-      "P% replaces the 1% of activations, temporaries and peak; KEY=P% or "
-      "KEY=N (bytes) sets one key (a category or peak); repeatable")(
-      "tolerance-bytes", po::value(&w.tolerance_bytes),
-      "N bytes of slack for activations, temporaries and peak")(
-      "markdown", po::value(&o.markdown_path),
-      "write the result table as Markdown to FILE")(
-      "json", po::value(&o.json_path),
-      "write the result as JSON (memprof.check/1) to FILE")(
-      "strict", po::bool_switch(&o.strict),
-      "improvements beyond tolerance fail the check too")(
-      "allow-config-change", po::bool_switch(&o.allow_config_change),
-      "gate a run whose config differs from the baseline's instead of "
-      "refusing it (world size, device, dtype and libtorch must match)");
-  return flags;
-}
-
-bool Given(const po::variables_map& vm, const char* name) {
-  return vm.count(name) > 0 && !vm[name].defaulted();
-}
-
-// "KEY=VALUE" -> (KEY, tolerance); throws InputError naming the flag.
-std::pair<std::string, Tolerance> KeyedTolerance(const std::string& text) {
-  const size_t equals = text.find('=');
-  const std::string key = text.substr(0, equals);
-  try {
-    RequireToleranceKey(key);
-    return {key, ParseTolerance(text.substr(equals + 1))};
-  } catch (const InputError& e) {
-    throw InputError("--tolerance " + text + ": " + e.what());
-  }
-}
-
-void ApplyGateWords(const GateWords& w, const po::variables_map& vm,
-                    ToleranceSettings& settings) {
-  for (const std::string& text : w.tolerances) {
-    if (text.find('=') != std::string::npos) {
-      const auto [key, tolerance] = KeyedTolerance(text);
-      settings.per_key[key] = tolerance;
-      continue;
-    }
-    Tolerance tolerance;
-    try {
-      tolerance = ParseTolerance(text);
-    } catch (const InputError& e) {
-      throw InputError("--tolerance " + text + ": " + e.what());
-    }
-    if (text.back() != '%') {
-      throw InputError("--tolerance " + text +
-                       ": a tolerance without a key is a percentage (e.g. "
-                       "2%); for bytes use --tolerance-bytes " +
-                       text + " or --tolerance KEY=" + text);
-    }
-    if (settings.percent) {
-      throw InputError("--tolerance " + text +
-                       ": a tolerance without a key given twice; give it once");
-    }
-    settings.percent = tolerance.percent;
-  }
-  if (Given(vm, "tolerance-bytes")) {
-    if (w.tolerance_bytes < 0) {
-      throw InputError("--tolerance-bytes must be 0 or more, got " +
-                       std::to_string(w.tolerance_bytes));
-    }
-    settings.bytes = w.tolerance_bytes;
-  }
-}
-
-// Parses `words` against `flags`; errors name the command's --help.
-po::variables_map ParseFlags(const std::vector<std::string>& words,
-                             const po::options_description& flags,
-                             const std::string& command) {
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(words).options(flags).run(), vm);
-    po::notify(vm);
-  } catch (const po::unknown_option& e) {
-    throw InputError("unknown flag '" + e.get_option_name() +
-                     "'; run 'memprof " + command + " --help' for the list");
-  } catch (const po::error& e) {
-    throw InputError(command + ": " + e.what() + "; run 'memprof " + command +
-                     " --help'");
-  }
-  return vm;
-}
-
-void Require(const po::variables_map& vm, const char* flag,
-             const std::string& command, const std::string& what) {
-  if (!vm.count(flag) || vm[flag].as<std::string>().empty()) {
-    throw InputError(command + ": --" + flag + " " + what +
-                     " is required; run 'memprof " + command + " --help'");
-  }
-}
-
 // `words` without the flags named in `dropped` and their values: the
 // config words to pass on to `memprof profile`. Switches among `dropped`
 // take no value.
@@ -226,91 +124,6 @@ int64_t ByteSizeFlag(const std::string& flag, const std::string& text) {
                      "number of bytes");
   }
   return bytes;
-}
-
-CheckArgs ParseCheckArgs(const std::vector<std::string>& words) {
-  CheckArgs args;
-  GateWords gate;
-  po::options_description flags("Options");
-  flags.add_options()("help,h", "print this help")(
-      "baseline", po::value(&args.check.baseline_path),
-      "baseline file (memprof.baseline/1)")(
-      "run", po::value(&args.run_dir),
-      "run directory: the --out of memprof profile");
-  flags.add(GateFlags(args.check, gate));
-  const po::variables_map vm = ParseFlags(words, flags, "check");
-  if (vm.count("help")) {
-    std::ostringstream text;
-    text << "usage: memprof check --baseline FILE --run DIR [--tolerance 1%] "
-            "[--tolerance KEY=VALUE ...] [--markdown FILE] [--strict]\n"
-            "exit codes: 0 within tolerance, 1 regressed (or improved with "
-            "--strict), 2 bad input or context mismatch\n\n"
-         << flags;
-    args.help = true;
-    args.help_text = text.str();
-    return args;
-  }
-  Require(vm, "baseline", "check", "FILE");
-  Require(vm, "run", "check", "DIR");
-  ApplyGateWords(gate, vm, args.check.tolerances);
-  return args;
-}
-
-BaselineArgs ParseBaselineArgs(const std::vector<std::string>& words) {
-  BaselineArgs args;
-  std::vector<std::string> tolerances;
-  po::options_description flags("Options");
-  flags.add_options()("help,h", "print this help")(
-      "run", po::value(&args.run_dir),
-      "run directory: the --out of memprof profile")(
-      "out", po::value(&args.out_path), "baseline file to write")(
-      "tolerance", po::value(&tolerances)->composing(),
-      "KEY=P% or KEY=N (bytes): a tolerance kept in the baseline; "
-      "repeatable");
-  const po::variables_map vm = ParseFlags(words, flags, "baseline");
-  if (vm.count("help")) {
-    std::ostringstream text;
-    text << "usage: memprof baseline --run DIR --out FILE "
-            "[--tolerance KEY=VALUE ...]\n\n"
-         << flags;
-    args.help = true;
-    args.help_text = text.str();
-    return args;
-  }
-  Require(vm, "run", "baseline", "DIR");
-  Require(vm, "out", "baseline", "FILE");
-  for (const std::string& text : tolerances) {
-    if (text.find('=') == std::string::npos) {
-      throw InputError("--tolerance " + text +
-                       ": a baseline keeps tolerances per key; write "
-                       "KEY=VALUE, e.g. activations=2%");
-    }
-    const auto [key, tolerance] = KeyedTolerance(text);
-    args.tolerances[key] = tolerance;
-  }
-  return args;
-}
-
-ReportArgs ParseReportArgs(const std::vector<std::string>& words) {
-  ReportArgs args;
-  po::options_description flags("Options");
-  flags.add_options()("help,h", "print this help")(
-      "run", po::value(&args.run_dir),
-      "run directory: the --out of memprof profile (or a copy of its "
-      "rank-<r>.json files)");
-  const po::variables_map vm = ParseFlags(words, flags, "report");
-  if (vm.count("help")) {
-    std::ostringstream text;
-    text << "usage: memprof report --run DIR\n\n"
-            "Renders DIR/report.md, report.html and trace.json again from "
-            "DIR/rank-<r>.json alone.\n\n"
-         << flags;
-    args.help = true;
-    args.help_text = text.str();
-    return args;
-  }
-  Require(vm, "run", "report", "DIR");
-  return args;
 }
 
 int FindKeyLine(const std::string& path, const std::string& key) {

@@ -4,9 +4,9 @@
 #include <iostream>
 #include <sstream>
 
-#include "profiler/report/breakdown_json.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
+#include "profiler/report/breakdown_json.h"
 
 namespace memprof {
 namespace {

@@ -12,7 +12,6 @@
 
 namespace memprof {
 
-
 nlohmann::ordered_json ToJson(const Prediction& prediction,
                               const RunConfig& config);
 std::string FormatPrediction(const Prediction& prediction,

@@ -4,18 +4,18 @@
 #include <iostream>
 #include <memory>
 
-#include "profiler/base/atomic_file.h"
-#include "profiler/gate/gate_run.h"
-#include "profiler/train/ddp_engine.h"
 #include "models/config_validation.h"
+#include "profiler/base/atomic_file.h"
 #include "profiler/base/errors.h"
-#include "profiler/cli/launcher.h"
-#include "profiler/capture/memory_snapshot.h"
 #include "profiler/base/rank_env.h"
+#include "profiler/capture/memory_snapshot.h"
+#include "profiler/cli/launcher.h"
+#include "profiler/gate/gate_run.h"
 #include "profiler/report/rank_report.h"
 #include "profiler/report/report_text.h"
 #include "profiler/report/run_reports.h"
 #include "profiler/report/summary.h"
+#include "profiler/train/ddp_engine.h"
 #include "profiler/train/trainer.h"
 
 namespace memprof {
@@ -173,8 +173,8 @@ int RunProfileCommand(const ProfileArgs& args) {
     throw;
   }
   if (!baseline || reports.empty()) return kExitOk;
-  return GateRun(*baseline, RunFromReports(reports, args.out_dir),
-                 args.out_dir, args.check);
+  return GateRun(*baseline, RunFromReports(reports, args.out_dir), args.out_dir,
+                 args.check);
 }
 
 }  // namespace memprof

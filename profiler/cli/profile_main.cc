@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "profiler/base/errors.h"
+#include "profiler/capture/cpu_hook.h"
 #include "profiler/cli/command_main.h"
 #include "profiler/cli/config_cli.h"
-#include "profiler/capture/cpu_hook.h"
-#include "profiler/base/errors.h"
 #include "profiler/cli/profile_command.h"
 
 namespace {

@@ -87,9 +87,9 @@ Tolerance ToleranceValue(const JsonReader& reader, const Json& value,
       const Json& percent = value["percent"];
       if (!percent.is_number() || !std::isfinite(percent.get<double>()) ||
           percent.get<double>() < 0) {
-        reader.Fail(JsonPath(where, "percent"),
-                    "expected a non-negative number, got " +
-                        DescribeJson(percent));
+        reader.Fail(
+            JsonPath(where, "percent"),
+            "expected a non-negative number, got " + DescribeJson(percent));
       }
       tolerance.percent = percent.get<double>() + 0.0;  // no -0
     }
@@ -242,9 +242,9 @@ Baseline ParseBaseline(const std::string& text, const std::string& origin) {
     figures.rank = static_cast<int>(
         reader.Integer(entry, where, "rank", 0, context.world_size - 1));
     if (figures.rank != static_cast<int>(i)) {
-      reader.Fail(JsonPath(where, "rank"), "is " + std::to_string(figures.rank) +
-                                           ", expected " + std::to_string(i) +
-                                           " (ranks in order)");
+      reader.Fail(JsonPath(where, "rank"),
+                  "is " + std::to_string(figures.rank) + ", expected " +
+                      std::to_string(i) + " (ranks in order)");
     }
     ReadPeak(reader, entry, where, figures);
     ReadCategories(reader, entry, where, figures);

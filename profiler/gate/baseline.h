@@ -37,7 +37,6 @@
 
 namespace memprof {
 
-
 // One rank's figures. Index by Index(Category).
 struct RankFigures {
   int rank = 0;

@@ -91,7 +91,7 @@ int GateRun(const Baseline& baseline, const RunFigures& run,
   }
   if (!options.json_path.empty()) {
     WriteFlaggedFile("--json", options.json_path,
-                CheckReportToJson(report).dump(2) + "\n");
+                     CheckReportToJson(report).dump(2) + "\n");
   }
   AppendStepSummary(markdown);
   return CheckExitCode(report, options.strict);

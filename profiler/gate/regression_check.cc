@@ -152,12 +152,14 @@ std::vector<ContextDifference> CompareContexts(const RunContext& baseline,
   return out;
 }
 
-CheckReport CompareWithBaseline(const Baseline& baseline,
-                                const std::string& baseline_origin,
-                                const RunFigures& now,
-                                const std::string& run_origin,
-                                const ToleranceSettings& tolerances,
-                                bool allow_config_change) {
+namespace {
+
+// Throws InputError when the contexts differ in a way the policy refuses
+// (Note [Context policy]); returns every difference.
+std::vector<ContextDifference> RequireComparableContexts(
+    const Baseline& baseline, const std::string& baseline_origin,
+    const RunFigures& now, const std::string& run_origin,
+    bool allow_config_change) {
   const std::vector<ContextDifference> differences =
       CompareContexts(baseline.run.context, now.context);
   bool refused = false;
@@ -186,8 +188,41 @@ CheckReport CompareWithBaseline(const Baseline& baseline,
                      " ranks, " + baseline_origin + ": " +
                      std::to_string(baseline.run.ranks.size()));
   }
+  return differences;
+}
 
+// One figure of one rank against its tolerance, counted in `report`.
+void AddFigure(CheckReport& report, const std::string& key, const char* figure,
+               int rank, int64_t before, int64_t after) {
+  FigureCheck f;
+  f.key = key;
+  f.figure = figure;
+  f.rank = rank;
+  f.baseline_bytes = before;
+  f.now_bytes = after;
+  f.delta_bytes = after - before;  // both in [0, INT64_MAX]: no overflow
+  f.allowed_bytes = AllowedBytes(report.tolerances.at(key), before);
+  if (f.delta_bytes > f.allowed_bytes) {
+    f.verdict = Verdict::kRegressed;
+    ++report.regressed;
+  } else if (f.delta_bytes < -f.allowed_bytes) {
+    f.verdict = Verdict::kImproved;
+    ++report.improved;
+  }
+  report.figures.push_back(f);
+}
+
+}  // namespace
+
+CheckReport CompareWithBaseline(const Baseline& baseline,
+                                const std::string& baseline_origin,
+                                const RunFigures& now,
+                                const std::string& run_origin,
+                                const ToleranceSettings& tolerances,
+                                bool allow_config_change) {
   CheckReport report;
+  report.config_changes = RequireComparableContexts(
+      baseline, baseline_origin, now, run_origin, allow_config_change);
   report.baseline_origin = baseline_origin;
   report.run_origin = run_origin;
   const Json& config = baseline.run.context.config;
@@ -198,44 +233,24 @@ CheckReport CompareWithBaseline(const Baseline& baseline,
   report.world_size = baseline.run.context.world_size;
   report.baseline_parameters = baseline.run.context.parameters;
   report.now_parameters = now.context.parameters;
-  report.config_changes = differences;
   report.tolerances = ResolveTolerances(tolerances, baseline.tolerances);
 
-  const auto add = [&](const std::string& key, const char* figure, int rank,
-                       int64_t before, int64_t after) {
-    FigureCheck f;
-    f.key = key;
-    f.figure = figure;
-    f.rank = rank;
-    f.baseline_bytes = before;
-    f.now_bytes = after;
-    f.delta_bytes = after - before;  // both in [0, INT64_MAX]: no overflow
-    f.allowed_bytes = AllowedBytes(report.tolerances.at(key), before);
-    if (f.delta_bytes > f.allowed_bytes) {
-      f.verdict = Verdict::kRegressed;
-      ++report.regressed;
-    } else if (f.delta_bytes < -f.allowed_bytes) {
-      f.verdict = Verdict::kImproved;
-      ++report.improved;
-    }
-    report.figures.push_back(f);
-  };
   const auto& before = baseline.run.ranks;
   for (Category c : kAllCategories) {
     const std::string key(CategoryName(c));
     const int i = Index(c);
     for (size_t r = 0; r < before.size(); ++r) {
-      add(key, "measured_bytes", static_cast<int>(r),
-          before[r].measured_bytes[i], now.ranks[r].measured_bytes[i]);
+      AddFigure(report, key, "measured_bytes", static_cast<int>(r),
+                before[r].measured_bytes[i], now.ranks[r].measured_bytes[i]);
     }
     for (size_t r = 0; r < before.size(); ++r) {
-      add(key, "peak_bytes", static_cast<int>(r), before[r].peak_bytes[i],
-          now.ranks[r].peak_bytes[i]);
+      AddFigure(report, key, "peak_bytes", static_cast<int>(r),
+                before[r].peak_bytes[i], now.ranks[r].peak_bytes[i]);
     }
   }
   for (size_t r = 0; r < before.size(); ++r) {
-    add("peak", "total_bytes", static_cast<int>(r), before[r].peak_total_bytes,
-        now.ranks[r].peak_total_bytes);
+    AddFigure(report, "peak", "total_bytes", static_cast<int>(r),
+              before[r].peak_total_bytes, now.ranks[r].peak_total_bytes);
   }
   return report;
 }

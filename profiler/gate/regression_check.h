@@ -30,7 +30,6 @@
 
 namespace memprof {
 
-
 enum class Verdict { kOk, kRegressed, kImproved };
 std::string_view VerdictName(Verdict verdict);  // "ok", "regressed", ...
 

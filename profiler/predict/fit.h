@@ -23,8 +23,8 @@
 #include <cstdint>
 #include <string>
 
-#include "profiler/predict/prediction.h"
 #include "profiler/base/run_config.h"
+#include "profiler/predict/prediction.h"
 
 namespace memprof {
 

@@ -24,12 +24,10 @@ Json CategoriesJson(const RankReport& r) {
   Json categories = Json::object();
   for (Category c : kAllCategories) {
     const CategoryFigures& f = r.Of(c);
-    Json entry{{"measured_bytes", f.measured_bytes},
-               {"peak_bytes", f.peak_bytes},
-               {"predicted_bytes", f.predicted_bytes},
-               {"end_bytes", f.end_bytes},
-               {"allocated_bytes", f.allocated_bytes},
-               {"freed_bytes", f.freed_bytes}};
+    Json entry{
+        {"measured_bytes", f.measured_bytes},   {"peak_bytes", f.peak_bytes},
+        {"predicted_bytes", f.predicted_bytes}, {"end_bytes", f.end_bytes},
+        {"allocated_bytes", f.allocated_bytes}, {"freed_bytes", f.freed_bytes}};
     if (c == Category::kWeights) entry["buffers_bytes"] = r.buffers_bytes;
     categories[CategoryName(c)] = entry;
   }
@@ -170,8 +168,7 @@ Json ToJson(const RankReport& r) {
   };
 }
 
-void RequireMemoryFigures(const RankReport& report,
-                          const std::string& origin) {
+void RequireMemoryFigures(const RankReport& report, const std::string& origin) {
   if (!report.hook.installed) {
     throw InputError(origin +
                      ": hook.installed: false: a --no-hook run has step times "

@@ -121,7 +121,7 @@ struct OutOfMemoryFigures {
   int64_t live_bytes = 0;
   int64_t seq = 0;
   Phase phase = Phase::kIdle;
-  int step = 0;  // 0: before the first step
+  int step = 0;           // 0: before the first step
   Breakdown breakdown{};  // live bytes by category at the refusal
   FitAnswer fit;          // Fit(config, limit_bytes)
 };

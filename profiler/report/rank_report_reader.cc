@@ -108,10 +108,9 @@ RunConfig RankReportReader::Config(const Json& c,
   const std::string model_where = JsonPath(where, config.model);
   if (config.model == "mlp") {
     const Json& m = r_.Object(c, where, "mlp");
-    config.mlp = {r_.Bytes(m, model_where, "input"),
-                  r_.Bytes(m, model_where, "hidden"),
-                  r_.Bytes(m, model_where, "depth"),
-                  r_.Bytes(m, model_where, "output")};
+    config.mlp = {
+        r_.Bytes(m, model_where, "input"), r_.Bytes(m, model_where, "hidden"),
+        r_.Bytes(m, model_where, "depth"), r_.Bytes(m, model_where, "output")};
   } else if (config.model == "gpt") {
     const Json& m = r_.Object(c, where, "gpt");
     config.gpt = {r_.Bytes(m, model_where, "layers"),
@@ -220,10 +219,9 @@ std::vector<StepReport> RankReportReader::Steps(const Json& steps) const {
     StepReport step;
     step.step = Int(s, where, "step", 1);
     if (step.step != static_cast<int>(i) + 1) {
-      r_.Fail(JsonPath(where, "step"), "is " + std::to_string(step.step) +
-                                           ", expected " +
-                                           std::to_string(i + 1) +
-                                           " (steps in order from 1)");
+      r_.Fail(JsonPath(where, "step"),
+              "is " + std::to_string(step.step) + ", expected " +
+                  std::to_string(i + 1) + " (steps in order from 1)");
     }
     step.steady_state = r_.Bool(s, where, "steady_state");
     step.completed = Optional(s, "completed", true,
@@ -309,9 +307,9 @@ FitAnswer RankReportReader::Fit(const Json& fit, int64_t limit_bytes) const {
             "expected 3 figures (ZeRO-1, -2, -3)");
   }
   for (size_t i = 0; i < 3; ++i) {
-    out.zero_peak_bytes[i + 1] = r_.Integer(
-        zero[i], JsonElement(JsonPath(where, "zero_peak_bytes"), i), 0,
-        kMaxInt64);
+    out.zero_peak_bytes[i + 1] =
+        r_.Integer(zero[i], JsonElement(JsonPath(where, "zero_peak_bytes"), i),
+                   0, kMaxInt64);
   }
   out.zero3_ranks = r_.Bytes(fit, where, "zero3_ranks");
   return out;
@@ -396,8 +394,7 @@ RankReport RankReportFromJson(const Json& doc, const std::string& origin) {
   return RankReportReader(origin).Read(doc);
 }
 
-RankReport ParseRankReport(const std::string& text,
-                           const std::string& origin) {
+RankReport ParseRankReport(const std::string& text, const std::string& origin) {
   return RankReportFromJson(JsonReader(origin, kRemedy).Parse(text), origin);
 }
 

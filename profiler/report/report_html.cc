@@ -125,11 +125,12 @@ std::vector<StackedLayer> SeriesLayers(const LiveSeries& series) {
     const std::vector<int64_t>& values = series.bytes[Index(c)];
     const int64_t largest =
         values.empty() ? 0 : *std::max_element(values.begin(), values.end());
-    layers.push_back(StackedLayer{name,
-                                  std::string(CategoryColor(c)),
-                                  values,
-                                  {{"data-category", name},
-                                   {"data-max-bytes", std::to_string(largest)}}});
+    layers.push_back(
+        StackedLayer{name,
+                     std::string(CategoryColor(c)),
+                     values,
+                     {{"data-category", name},
+                      {"data-max-bytes", std::to_string(largest)}}});
   }
   return layers;
 }
@@ -181,8 +182,8 @@ Bar CategoryBar(const RankReport& rank, Category c, bool predicted) {
   const std::string name(CategoryName(c));
   const int64_t r = rank.context.rank;
   const char* figure = predicted ? "predicted_bytes" : ComparedFigure(c);
-  const int64_t bytes = predicted ? rank.Of(c).predicted_bytes
-                                  : ComparedBytes(rank.Of(c), c);
+  const int64_t bytes =
+      predicted ? rank.Of(c).predicted_bytes : ComparedBytes(rank.Of(c), c);
   const std::string kind = predicted ? "predicted" : "measured";
   return Bar{bytes,
              std::string(CategoryColor(c)),

@@ -1,7 +1,7 @@
 #include "profiler/report/report_text.h"
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -182,12 +182,11 @@ ReportTable PeakTable(const RunView& view) {
   table.rows.push_back(total);
   for (const RankReport& rank : view.ranks) {
     const PeakFigures& peak = rank.peak;
-    table.notes.push_back(
-        RankHeader(rank) + ": " + Bytes(peak.total_bytes) + " (" +
-        GroupedInteger(peak.total_bytes) + " B) in step " +
-        std::to_string(peak.step) + ", " +
-        Words(std::string(PhaseName(peak.phase))) + ", at event " +
-        GroupedInteger(peak.seq) + ".");
+    table.notes.push_back(RankHeader(rank) + ": " + Bytes(peak.total_bytes) +
+                          " (" + GroupedInteger(peak.total_bytes) +
+                          " B) in step " + std::to_string(peak.step) + ", " +
+                          Words(std::string(PhaseName(peak.phase))) +
+                          ", at event " + GroupedInteger(peak.seq) + ".");
   }
   table.notes.push_back("predicted: " + Bytes(predicted.total_bytes) + " in " +
                         Words(std::string(PhaseName(predicted.phase))) + " (" +

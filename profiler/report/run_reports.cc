@@ -7,8 +7,8 @@
 #include <regex>
 
 #include "profiler/base/atomic_file.h"
-#include "profiler/report/chrome_trace.h"
 #include "profiler/base/errors.h"
+#include "profiler/report/chrome_trace.h"
 #include "profiler/report/report_html.h"
 #include "profiler/report/report_markdown.h"
 #include "profiler/report/report_text.h"
@@ -73,10 +73,9 @@ RunView LoadRunView(const std::string& dir) {
       RankReport report = ReadRankReport(path);
       RequireMemoryFigures(report, path);
       if (report.context.rank != rank) {
-        throw InputError(path + ": context.rank is " +
-                         std::to_string(report.context.rank) +
-                         ", but the file is rank " + std::to_string(rank) +
-                         "'s");
+        throw InputError(
+            path + ": context.rank is " + std::to_string(report.context.rank) +
+            ", but the file is rank " + std::to_string(rank) + "'s");
       }
       good.emplace(rank, std::move(report));
     } catch (const InputError& e) {

@@ -86,8 +86,8 @@ ErrorFigure ErrorOf(int64_t measured, int64_t predicted) {
   ErrorFigure out;
   out.bytes = measured - predicted;
   if (predicted != 0) {
-    out.percent = 100.0 * static_cast<double>(out.bytes) /
-                  static_cast<double>(predicted);
+    out.percent =
+        100.0 * static_cast<double>(out.bytes) / static_cast<double>(predicted);
   } else if (out.bytes == 0) {
     out.percent = 0.0;
   }
@@ -138,16 +138,16 @@ Json SummaryJson(const std::vector<RankReport>& ranks) {
   Json per_rank = Json::array();
   for (const RankReport& rank : ranks) {
     const Json full = ToJson(rank);
-    per_rank.push_back(
-        Json{{"rank", rank.context.rank},
-             {"hostname", rank.context.hostname},
-             {"parameters", rank.parameters},
-             {"micro_batch", rank.micro_batch},
-             {"peak", full["peak"]},
-             {"peak_error", ErrorJson(ErrorOf(rank.peak.total_bytes,
-                                              rank.predicted_peak.total_bytes))},
-             {"steps", full["steps"]},
-             {"redundancy", full["redundancy"]}});
+    per_rank.push_back(Json{
+        {"rank", rank.context.rank},
+        {"hostname", rank.context.hostname},
+        {"parameters", rank.parameters},
+        {"micro_batch", rank.micro_batch},
+        {"peak", full["peak"]},
+        {"peak_error", ErrorJson(ErrorOf(rank.peak.total_bytes,
+                                         rank.predicted_peak.total_bytes))},
+        {"steps", full["steps"]},
+        {"redundancy", full["redundancy"]}});
   }
   const ReportContext& first = ranks.front().context;
   return Json{

@@ -74,9 +74,9 @@ std::vector<TimelineSegment> TimelineOf(const Analysis& a) {
   std::vector<TimelineSegment> timeline;
   for (const Segment& seg : a.segments) {
     timeline.push_back({seg.step, seg.phase, seg.begin_seq, seg.end_seq,
-                        seg.begin_ns / 1000, seg.end_ns / 1000,
-                        seg.begin_bytes, seg.peak.total_bytes, seg.peak.seq,
-                        seg.peak.bytes, seg.end_bytes});
+                        seg.begin_ns / 1000, seg.end_ns / 1000, seg.begin_bytes,
+                        seg.peak.total_bytes, seg.peak.seq, seg.peak.bytes,
+                        seg.end_bytes});
   }
   return timeline;
 }
@@ -96,9 +96,11 @@ LiveSeries SeriesOf(const Analysis& a) {
 std::vector<RedundancyFigures> RedundancyOf(const RankRun& run) {
   std::vector<RedundancyFigures> out;
   for (const Redundancy& entry : run.redundancy) {
-    RedundancyFigures figures{entry.category, entry.bytes,
+    RedundancyFigures figures{entry.category,
+                              entry.bytes,
                               entry.identical_across_ranks,
-                              entry.redundant_bytes, {}};
+                              entry.redundant_bytes,
+                              {}};
     for (uint64_t h : entry.rank_hashes) {
       figures.rank_hashes.push_back(Hex(h));
     }
@@ -131,9 +133,9 @@ RankReport ReportOf(const RankRun& run) {
   r.micro_batch = run.micro_batch;
   for (Category c : kAllCategories) {
     const int i = Index(c);
-    r.categories[i] = {a.steady_peak.bytes[i],    a.steady_max[i],
-                       run.prediction.bytes[i],   a.stats[i].current,
-                       a.stats[i].allocated,      a.stats[i].freed};
+    r.categories[i] = {a.steady_peak.bytes[i],  a.steady_max[i],
+                       run.prediction.bytes[i], a.stats[i].current,
+                       a.stats[i].allocated,    a.stats[i].freed};
   }
   r.buffers_bytes = run.buffer_bytes;
   r.peak = PeakOf(a.steady_peak);
@@ -149,9 +151,8 @@ RankReport ReportOf(const RankRun& run) {
   r.out_of_memory = OutOfMemoryOf(run);
   r.timeline = TimelineOf(a);
   r.series = SeriesOf(a);
-  r.hook = {run.hooked,         a.allocations,
-            a.total.allocated,  a.total.freed,
-            run.ownership_not_found, run.ownership_conflicts};
+  r.hook = {run.hooked,    a.allocations,           a.total.allocated,
+            a.total.freed, run.ownership_not_found, run.ownership_conflicts};
   return r;
 }
 

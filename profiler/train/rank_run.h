@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "profiler/base/run_config.h"
 #include "profiler/capture/lifetime_analysis.h"
 #include "profiler/predict/prediction.h"
-#include "profiler/base/run_config.h"
 #include "profiler/report/rank_report.h"
 #include "profiler/train/redundancy.h"
 

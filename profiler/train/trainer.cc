@@ -7,10 +7,10 @@
 #include <torch/torch.h>
 
 #include "models/model.h"
-#include "profiler/train/attribution.h"
-#include "profiler/capture/cpu_hook.h"
 #include "profiler/base/errors.h"
+#include "profiler/capture/cpu_hook.h"
 #include "profiler/capture/memory_tracker.h"
+#include "profiler/train/attribution.h"
 #include "profiler/train/redundancy.h"
 
 namespace memprof {
@@ -171,9 +171,8 @@ class RankTrainer {
     run_.capture = tracker_.EndSession();
     tracker_.SetMemoryLimit(0);
     const Capture& capture = run_.capture;
-    run_.analysis =
-        Analyze(capture, 1 + std::max(last_one_time_step_,
-                                      LastBucketFreeStep(capture)));
+    run_.analysis = Analyze(capture, 1 + std::max(last_one_time_step_,
+                                                  LastBucketFreeStep(capture)));
     if (capture.out_of_memory.seq >= 0) {
       run_.out_of_memory_bytes = LiveAt(capture, capture.out_of_memory.seq);
     }

@@ -5,9 +5,9 @@
 // without the hook (profile --no-hook) only the step times mean anything.
 #pragma once
 
+#include "profiler/base/run_config.h"
 #include "profiler/train/ddp_engine.h"
 #include "profiler/train/rank_run.h"
-#include "profiler/base/run_config.h"
 
 namespace memprof {
 
@@ -15,6 +15,6 @@ namespace memprof {
 // [Memory limit]): on out-of-memory the step is cut short and the run says
 // so (RankRun::RanOutOfMemory()); the rank does not train further.
 RankRun RunRank(const RunConfig& config, ProcessGroup& group,
-                   int64_t memory_limit_bytes = 0);
+                int64_t memory_limit_bytes = 0);
 
 }  // namespace memprof

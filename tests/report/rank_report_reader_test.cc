@@ -64,9 +64,8 @@ std::vector<std::pair<std::string, Json>> MalformedCorpus() {
   const Json fixture = OneRankReport();
   std::vector<std::string> paths;
   Json copy = fixture;
-  Visit(copy, "", [&](Json&, const std::string& where) {
-    paths.push_back(where);
-  });
+  Visit(copy, "",
+        [&](Json&, const std::string& where) { paths.push_back(where); });
   const Json replacements[] = {Json("x"), Json(-1), Json(nullptr),
                                Json::object(), Json(1.5)};
   std::vector<std::pair<std::string, Json>> corpus;
@@ -127,13 +126,15 @@ TEST(RankReportReader, ErrorsNameTheFileAndTheJsonPath) {
             0u);
   doc = OneRankReport();
   doc["steps"][1]["step"] = 7;
-  EXPECT_NE(InputErrorOf([&] { RankReportFromJson(doc, "r0.json"); })
-                .find("steps[1].step: is 7, expected 2"),
+  EXPECT_NE(InputErrorOf([&] {
+              RankReportFromJson(doc, "r0.json");
+            }).find("steps[1].step: is 7, expected 2"),
             std::string::npos);
   doc = OneRankReport();
   doc["peak"]["phase"] = "lunch";
-  EXPECT_NE(InputErrorOf([&] { RankReportFromJson(doc, "r0.json"); })
-                .find("peak.phase: unknown phase 'lunch'"),
+  EXPECT_NE(InputErrorOf([&] {
+              RankReportFromJson(doc, "r0.json");
+            }).find("peak.phase: unknown phase 'lunch'"),
             std::string::npos);
 }
 
@@ -159,8 +160,8 @@ TEST_F(Corpus, ReportAndCheckAcceptAndRefuseTheSameRankReports) {
       EXPECT_FALSE(ChromeTraceJson(view).dump().empty());
       EXPECT_FALSE(FormatSummaryTable(ranks).empty());
     } catch (const std::exception& e) {
-      ADD_FAILURE() << what << " passed the reader but broke a renderer: "
-                    << e.what();
+      ADD_FAILURE() << what
+                    << " passed the reader but broke a renderer: " << e.what();
     }
   }
   EXPECT_GT(refused, 0u);
@@ -172,8 +173,7 @@ TEST_F(Corpus, ReportAndCheckAcceptAndRefuseTheSameRankReports) {
 TEST_F(Corpus, BothCommandsRefuseANegativeByteCount) {
   Write(OneRankReport());
   const std::string baseline = (dir_ / "baseline.json").string();
-  ASSERT_EQ(RunMemprof("baseline --run " + dir_.string() + " --out " +
-                       baseline)
+  ASSERT_EQ(RunMemprof("baseline --run " + dir_.string() + " --out " + baseline)
                 .exit_code,
             0);
   Json doc = OneRankReport();
@@ -187,7 +187,8 @@ TEST_F(Corpus, BothCommandsRefuseANegativeByteCount) {
     EXPECT_NE(r.output.find("categories.weights.measured_bytes: expected an "
                             "integer in [0, "),
               std::string::npos)
-        << command << "\n" << r.output;
+        << command << "\n"
+        << r.output;
   }
 }
 

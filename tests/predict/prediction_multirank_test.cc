@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/prediction_checks.h"
+#include "tests/predict/prediction_checks.h"
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "tests/lifetime_block.h"
+#include "tests/capture/lifetime_block.h"
 
 namespace memprof {
 namespace {

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "profiler/cli/config_cli.h"
-#include "tests/solo_run.h"
+#include "tests/train/solo_run.h"
 
 namespace memprof {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "profiler/base/errors.h"
 #include "tests/input_error_of.h"
-#include "tests/synthetic_run.h"
+#include "tests/gate/synthetic_run.h"
 
 namespace memprof {
 namespace {

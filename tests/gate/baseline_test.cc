@@ -11,7 +11,7 @@
 
 #include "profiler/base/errors.h"
 #include "tests/input_error_of.h"
-#include "tests/synthetic_run.h"
+#include "tests/gate/synthetic_run.h"
 #include "tests/text_file.h"
 
 namespace memprof {

@@ -8,8 +8,8 @@
 #include "models/model.h"
 #include "models/size_table.h"
 #include "profiler/cli/config_cli.h"
-#include "tests/prediction_checks.h"
-#include "tests/solo_run.h"
+#include "tests/predict/prediction_checks.h"
+#include "tests/train/solo_run.h"
 
 namespace memprof {
 namespace {

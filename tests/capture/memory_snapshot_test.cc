@@ -8,7 +8,7 @@
 #include <string>
 
 #include "profiler/capture/lifetime_analysis.h"
-#include "tests/lifetime_block.h"
+#include "tests/capture/lifetime_block.h"
 
 namespace memprof {
 namespace {

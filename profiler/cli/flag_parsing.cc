@@ -1,0 +1,106 @@
+#include "profiler/cli/flag_parsing.h"
+
+#include <utility>
+
+#include "profiler/base/errors.h"
+
+namespace memprof {
+namespace po = boost::program_options;
+// "KEY=VALUE" -> (KEY, tolerance); throws InputError naming the flag.
+std::pair<std::string, Tolerance> KeyedTolerance(const std::string& text) {
+  const size_t equals = text.find('=');
+  const std::string key = text.substr(0, equals);
+  try {
+    RequireToleranceKey(key);
+    return {key, ParseTolerance(text.substr(equals + 1))};
+  } catch (const InputError& e) {
+    throw InputError("--tolerance " + text + ": " + e.what());
+  }
+}
+
+po::options_description GateFlags(CheckOptions& o, GateWords& w) {
+  po::options_description flags("Check options");
+  flags.add_options()(
+      "tolerance", po::value(&w.tolerances)->composing(),
+      "P% replaces the 1% of activations, temporaries and peak; KEY=P% or "
+      "KEY=N (bytes) sets one key (a category or peak); repeatable")(
+      "tolerance-bytes", po::value(&w.tolerance_bytes),
+      "N bytes of slack for activations, temporaries and peak")(
+      "markdown", po::value(&o.markdown_path),
+      "write the result table as Markdown to FILE")(
+      "json", po::value(&o.json_path),
+      "write the result as JSON (memprof.check/1) to FILE")(
+      "strict", po::bool_switch(&o.strict),
+      "improvements beyond tolerance fail the check too")(
+      "allow-config-change", po::bool_switch(&o.allow_config_change),
+      "gate a run whose config differs from the baseline's instead of "
+      "refusing it (world size, device, dtype and libtorch must match)");
+  return flags;
+}
+
+bool Given(const po::variables_map& vm, const char* name) {
+  return vm.count(name) > 0 && !vm[name].defaulted();
+}
+
+void ApplyGateWords(const GateWords& w, const po::variables_map& vm,
+                    ToleranceSettings& settings) {
+  for (const std::string& text : w.tolerances) {
+    if (text.find('=') != std::string::npos) {
+      const auto [key, tolerance] = KeyedTolerance(text);
+      settings.per_key[key] = tolerance;
+      continue;
+    }
+    Tolerance tolerance;
+    try {
+      tolerance = ParseTolerance(text);
+    } catch (const InputError& e) {
+      throw InputError("--tolerance " + text + ": " + e.what());
+    }
+    if (text.back() != '%') {
+      throw InputError("--tolerance " + text +
+                       ": a tolerance without a key is a percentage (e.g. "
+                       "2%); for bytes use --tolerance-bytes " +
+                       text + " or --tolerance KEY=" + text);
+    }
+    if (settings.percent) {
+      throw InputError("--tolerance " + text +
+                       ": a tolerance without a key given twice; give it once");
+    }
+    settings.percent = tolerance.percent;
+  }
+  if (Given(vm, "tolerance-bytes")) {
+    if (w.tolerance_bytes < 0) {
+      throw InputError("--tolerance-bytes must be 0 or more, got " +
+                       std::to_string(w.tolerance_bytes));
+    }
+    settings.bytes = w.tolerance_bytes;
+  }
+}
+
+// Parses `words` against `flags`; errors name the command's --help.
+po::variables_map ParseFlags(const std::vector<std::string>& words,
+                             const po::options_description& flags,
+                             const std::string& command) {
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(words).options(flags).run(), vm);
+    po::notify(vm);
+  } catch (const po::unknown_option& e) {
+    throw InputError("unknown flag '" + e.get_option_name() +
+                     "'; run 'memprof " + command + " --help' for the list");
+  } catch (const po::error& e) {
+    throw InputError(command + ": " + e.what() + "; run 'memprof " + command +
+                     " --help'");
+  }
+  return vm;
+}
+
+void Require(const po::variables_map& vm, const char* flag,
+             const std::string& command, const std::string& what) {
+  if (!vm.count(flag) || vm[flag].as<std::string>().empty()) {
+    throw InputError(command + ": --" + flag + " " + what +
+                     " is required; run 'memprof " + command + " --help'");
+  }
+}
+
+}  // namespace memprof

@@ -1,0 +1,48 @@
+// What every command's flag parsing shares (Boost.Program_options): parsing
+// with errors that name the command's --help, required flags, and the
+// check flags of `memprof check` and `profile --check`.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "profiler/gate/gate_run.h"
+
+namespace memprof {
+
+// The check flags as given; ApplyGateWords turns them into CheckOptions.
+struct GateWords {
+  std::vector<std::string> tolerances;
+  int64_t tolerance_bytes = 0;
+};
+
+boost::program_options::options_description GateFlags(CheckOptions& o,
+                                                       GateWords& w);
+
+// Whether `name` was given (not defaulted).
+bool Given(const boost::program_options::variables_map& vm, const char* name);
+
+// "KEY=VALUE" -> (KEY, tolerance); throws InputError naming the flag.
+std::pair<std::string, Tolerance> KeyedTolerance(const std::string& text);
+
+// --tolerance and --tolerance-bytes into `settings`; InputError naming the
+// flag.
+void ApplyGateWords(const GateWords& w,
+                    const boost::program_options::variables_map& vm,
+                    ToleranceSettings& settings);
+
+// Parses `words` against `flags`; errors name the command's --help.
+boost::program_options::variables_map ParseFlags(
+    const std::vector<std::string>& words,
+    const boost::program_options::options_description& flags,
+    const std::string& command);
+
+// InputError "COMMAND: --FLAG WHAT is required" unless the flag is given and
+// not empty.
+void Require(const boost::program_options::variables_map& vm, const char* flag,
+             const std::string& command, const std::string& what);
+
+}  // namespace memprof
