@@ -97,11 +97,13 @@ std::vector<RankReport> RunThisRank(const RunConfig& config,
     OutOfMemory(std::move(report), out_dir, group.size());
   }
   // Rank 0 gets every report through the group, so the summary needs no
-  // shared filesystem; it parses each once, with the one reader.
+  // shared filesystem; it parses each of the others once, with the one
+  // reader, and keeps its own.
   const std::vector<std::string> all = group.AllGather(rank_json);
   if (group.rank() != 0) return {};
   std::vector<RankReport> ranks;
-  for (size_t r = 0; r < all.size(); ++r) {
+  ranks.push_back(std::move(report));
+  for (size_t r = 1; r < all.size(); ++r) {
     const std::string origin =
         "rank " + std::to_string(r) + "'s report (gathered)";
     try {
