@@ -20,7 +20,7 @@ struct GateWords {
 };
 
 boost::program_options::options_description GateFlags(CheckOptions& o,
-                                                       GateWords& w);
+                                                      GateWords& w);
 
 // Whether `name` was given (not defaulted).
 bool Given(const boost::program_options::variables_map& vm, const char* name);

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "profiler/cli/config_cli.h"
 #include "profiler/base/errors.h"
+#include "profiler/cli/config_cli.h"
 #include "tests/input_error_of.h"
 
 namespace memprof {

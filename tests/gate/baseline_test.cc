@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "profiler/base/errors.h"
-#include "tests/input_error_of.h"
 #include "tests/gate/synthetic_run.h"
+#include "tests/input_error_of.h"
 #include "tests/text_file.h"
 
 namespace memprof {
@@ -94,8 +94,8 @@ TEST(Baseline, EveryTruncatedRankReportIsRefused) {
   ASSERT_GT(text.size(), 100u);
   // Every prefix would take a while on 24 KiB; every 7th byte and the tail.
   for (size_t n = 0; n < text.size(); n += (n + 64 > text.size() ? 1 : 7)) {
-    const std::string message = InputErrorOf(
-        [&] { ReadFigures(text.substr(0, n), "rank-0.json"); });
+    const std::string message =
+        InputErrorOf([&] { ReadFigures(text.substr(0, n), "rank-0.json"); });
     ASSERT_EQ(message.rfind("rank-0.json: ", 0), 0u) << n << ": " << message;
   }
 }
@@ -115,7 +115,8 @@ TEST(Baseline, NotJsonOrNotAnObjectIsNamed) {
               ParseBaseline("{} trailing", "b.json");
             }).find("not valid JSON"),
             std::string::npos);
-  // Found by the fuzzer (fuzz/reports_fuzzer.cc): nlohmann reports this as out_of_range.
+  // Found by the fuzzer (fuzz/reports_fuzzer.cc): nlohmann reports this as
+  // out_of_range.
   EXPECT_NE(InputErrorOf([] {
               ParseBaseline("111844e67431", "b.json");
             }).find("b.json: not valid JSON: number overflow"),
@@ -145,8 +146,7 @@ TEST(Baseline, WrongSchemasAreNamedWithTheRemedy) {
   EXPECT_NE(BaselineError(doc).find("schema: expected a string"),
             std::string::npos);
   const std::string baseline_text = ValidBaseline().dump();
-  message =
-      InputErrorOf([&] { ReadFigures(baseline_text, "rank-0.json"); });
+  message = InputErrorOf([&] { ReadFigures(baseline_text, "rank-0.json"); });
   EXPECT_NE(message.find("this is a baseline"), std::string::npos) << message;
 }
 

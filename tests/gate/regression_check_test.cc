@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "profiler/base/errors.h"
-#include "tests/input_error_of.h"
 #include "tests/gate/synthetic_run.h"
+#include "tests/input_error_of.h"
 
 namespace memprof {
 namespace {

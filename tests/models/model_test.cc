@@ -124,7 +124,7 @@ TEST_P(PredictionMatchesMeasurement, OneRank) {
              {"--micro-batch", std::to_string(c.micro_batch), "--steps", "3"});
   const RankRun report = RunSolo(config);
   ExpectPredictionHolds(ReportOf(report), c.preset + " at micro-batch " +
-                                            std::to_string(c.micro_batch));
+                                              std::to_string(c.micro_batch));
 }
 
 INSTANTIATE_TEST_SUITE_P(

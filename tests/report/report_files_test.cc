@@ -18,8 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "profiler/base/category.h"
-#include "profiler/report/chrome_trace.h"
 #include "profiler/base/errors.h"
+#include "profiler/report/chrome_trace.h"
 #include "profiler/report/report_html.h"
 #include "profiler/report/report_markdown.h"
 #include "profiler/report/report_text.h"

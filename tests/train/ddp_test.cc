@@ -6,8 +6,8 @@
 #include <torch/torch.h>
 
 #include "models/mlp.h"
-#include "profiler/train/ddp_engine.h"
 #include "profiler/cli/launcher.h"
+#include "profiler/train/ddp_engine.h"
 #include "profiler/train/redundancy.h"
 
 namespace memprof {

@@ -130,7 +130,7 @@ TEST(Profile, ReportJsonHasTheKeysOtherToolsReadAsIntegers) {
 // step-1 peak 249,800 B (measured).
 TEST(Profile, LimitBelowModelStateStopsEvenMicroBatchOne) {
   const RankRun r = RunSolo(TinyConfig({"--micro-batch", "1"}),
-                               /*memory_limit_bytes=*/200000);
+                            /*memory_limit_bytes=*/200000);
   ASSERT_TRUE(r.RanOutOfMemory());
   const OutOfMemory& oom = r.capture.out_of_memory;
   EXPECT_EQ(oom.step, 1);

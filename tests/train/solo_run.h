@@ -8,7 +8,7 @@
 namespace memprof {
 
 inline RankRun RunSolo(const RunConfig& config,
-                          int64_t memory_limit_bytes = 0) {
+                       int64_t memory_limit_bytes = 0) {
   RankTopology solo;
   solo.master_port = FreeLocalPort();
   ProcessGroup group(solo, /*timeout_s=*/30);
