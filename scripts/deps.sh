@@ -1,13 +1,26 @@
 #!/usr/bin/env bash
-# Installs the Debian packages memprof builds and tests with, when missing.
+# Installs what memprof builds and tests with, when missing: Debian packages
+# system-wide, LibTorch from PyPI's torch wheel into a project-local
+# environment (.deps/, kept across `rm -rf build/`).
 # Sourced by scripts/run.sh and scripts/test.sh; safe to run again.
 set -euo pipefail
 
+# The one place the LibTorch version is pinned. The nvidia-* wheels are the
+# three libraries libtorch_cuda.so needs that the CUDA 13 toolkit under
+# /usr/local/cuda lacks, at the versions torch 2.11.0's metadata requires;
+# every other CUDA library comes from the toolkit (docs/NOTES-libtorch.md).
+MEMPROF_TORCH_VERSION=2.11.0
+MEMPROF_TORCH_WHEELS=(
+  "torch==${MEMPROF_TORCH_VERSION}"
+  nvidia-cusparselt-cu13==0.8.0  # libcusparseLt.so.0
+  nvidia-nvshmem-cu13==3.4.5     # libnvshmem_host.so.3
+  nvidia-cufile==1.15.1.6        # libcufile.so.0
+)
+
 MEMPROF_PACKAGES=(
   g++ cmake make git
-  libtorch-dev          # LibTorch 1.13 (CPU), with c10d
-  libopenblas0-pthread  # without it LibTorch falls back to reference BLAS (~10x slower)
-  libgloo-dev           # headers needed by c10d's ProcessGroupGloo
+  python3 python3-venv  # only to unpack the torch wheel into .deps/
+  libgloo-dev           # headers c10d's ProcessGroupGloo.hpp includes (not in the wheel)
   libboost-program-options-dev
   nlohmann-json3-dev
   libgtest-dev googletest
@@ -17,9 +30,18 @@ MEMPROF_PACKAGES=(
   chromium              # the report.html test renders the page headless
 )
 
-memprof_install_deps() {
+MEMPROF_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# Where the torch wheel is unpacked; MEMPROF_DEPS_DIR moves it.
+MEMPROF_TORCH_ENV="${MEMPROF_DEPS_DIR:-$MEMPROF_ROOT/.deps}/torch-${MEMPROF_TORCH_VERSION}"
+
+memprof_install_packages() {
   local missing=()
   for package in "${MEMPROF_PACKAGES[@]}"; do
+    # A python3 that is not Debian's (pyenv, say) serves as well.
+    case "$package" in
+      python3) command -v python3 >/dev/null && continue ;;
+      python3-venv) python3 -c 'import ensurepip, venv' 2>/dev/null && continue ;;
+    esac
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null |
       grep -q "install ok installed" || missing+=("$package")
   done
@@ -32,12 +54,36 @@ memprof_install_deps() {
     { $sudo apt-get update && $sudo apt-get install -y --no-install-recommends "${missing[@]}"; }
 }
 
+# The torch wheel and the three nvidia-* wheels, without their Python
+# dependencies (the C++ build and run need none of them), into a venv.
+memprof_install_torch() {
+  local stamp="$MEMPROF_TORCH_ENV/.memprof-installed"
+  [ -f "$stamp" ] && return 0
+  echo "memprof: installing LibTorch ${MEMPROF_TORCH_VERSION} from PyPI into $MEMPROF_TORCH_ENV" >&2
+  rm -rf "$MEMPROF_TORCH_ENV"
+  python3 -m venv "$MEMPROF_TORCH_ENV"
+  "$MEMPROF_TORCH_ENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --no-deps --only-binary=:all: "${MEMPROF_TORCH_WHEELS[@]}"
+  touch "$stamp"
+}
+
+# The folder holding torch/share/cmake, found without importing torch (its
+# Python dependencies are not installed).
+memprof_torch_prefix() {
+  "$MEMPROF_TORCH_ENV/bin/python" -c \
+    'import importlib.util, os; print(os.path.dirname(importlib.util.find_spec("torch").origin))'
+}
+
+memprof_install_deps() {
+  memprof_install_packages
+  memprof_install_torch
+}
+
 # Configures once, then builds incrementally into build/.
 memprof_build() {
-  local root
-  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-  if [ ! -f "$root/build/CMakeCache.txt" ]; then
-    cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  if [ ! -f "$MEMPROF_ROOT/build/CMakeCache.txt" ]; then
+    cmake -S "$MEMPROF_ROOT" -B "$MEMPROF_ROOT/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_PREFIX_PATH="$(memprof_torch_prefix)"
   fi
-  cmake --build "$root/build" -j "$(nproc)"
+  cmake --build "$MEMPROF_ROOT/build" -j "$(nproc)"
 }

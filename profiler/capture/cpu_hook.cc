@@ -59,7 +59,7 @@ class CpuHook final : public c10::Allocator {
     g_base_deleter = probe.get_deleter();
   }
 
-  c10::DataPtr allocate(size_t bytes) const override {
+  c10::DataPtr allocate(size_t bytes) override {
     c10::DataPtr block = base_->allocate(bytes);
     void* data = block.get();
     if (data == nullptr) return block;  // zero-byte storages: nothing to see
@@ -81,6 +81,11 @@ class CpuHook final : public c10::Allocator {
 
   // Context == data for our blocks, so raw_allocate/raw_deallocate work.
   c10::DeleterFnPtr raw_deleter() const override { return &HookDelete; }
+
+  // Allocator::clone() copies through this; every block is plain memory.
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
 
  private:
   c10::Allocator* base_;

@@ -43,7 +43,7 @@ std::vector<torch::Tensor> OptimizerStateTensors(
        optimizer.param_groups()) {
     for (const torch::Tensor& p : group.params()) {
       const auto it =
-          optimizer.state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+          optimizer.state().find(p.unsafeGetTensorImpl());
       if (it == optimizer.state().end()) continue;
       torch::optim::OptimizerParamState* state = it->second.get();
       if (auto* adam = dynamic_cast<torch::optim::AdamParamState*>(state)) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -66,8 +67,15 @@ ProcessGroup::ProcessGroup(const RankTopology& topology, int64_t timeout_s)
   gloo->devices.push_back(
       local ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
             : c10d::ProcessGroupGloo::createDefaultDevice());
-  impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(
-      impl_->store, topology.rank, topology.world_size, gloo);
+  // As torch.distributed builds it: a ProcessGroup that dispatches each
+  // collective to the backend registered for the tensors' device.
+  impl_->group = c10::make_intrusive<c10d::ProcessGroup>(
+      impl_->store, topology.rank, topology.world_size);
+  impl_->group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+  impl_->group->setBackend(
+      c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO,
+      c10::make_intrusive<c10d::ProcessGroupGloo>(
+          impl_->store, topology.rank, topology.world_size, gloo));
 }
 
 ProcessGroup::~ProcessGroup() = default;
@@ -121,25 +129,24 @@ DdpEngine::DdpEngine(ProcessGroup& group, const DdpConfig& config,
   const int64_t cap_bytes =
       static_cast<int64_t>(config.bucket_cap_mb * 1024 * 1024);
   const std::vector<bool> sparse(params.size(), false);
+  // As DistributedDataParallel without find_unused_parameters: one bucket
+  // for step 1, whose gradient order is not known yet; the Reducer
+  // rebuilds the buckets in step 2, in the order gradients became ready,
+  // with a small first bucket and bucket_cap_mb for the rest.
   std::vector<std::vector<size_t>> buckets;
-  std::vector<size_t> limits;
-  std::tie(buckets, limits) = c10d::compute_bucket_assignment_by_size(
-      params,
-      {static_cast<size_t>(std::min(kFirstBucketBytes, cap_bytes)),
-       static_cast<size_t>(cap_bytes)},
-      sparse);
-  // Gradients become ready roughly in reverse order (as in DDP's Python).
-  std::reverse(buckets.begin(), buckets.end());
-  std::reverse(limits.begin(), limits.end());
+  std::tie(buckets, std::ignore) = c10d::compute_bucket_assignment_by_size(
+      params, {std::numeric_limits<size_t>::max()}, sparse);
   std::unordered_map<size_t, std::string> names;
   // The Reducer talks to the real group through a timer (Note
   // [Communication time]).
   const c10::intrusive_ptr<c10d::ProcessGroup> timed =
       c10::make_intrusive<TimedProcessGroup>(pg, impl_->comm);
   impl_->reducer = std::make_shared<c10d::Reducer>(
-      params, buckets, limits, timed, sparse, cap_bytes,
+      params, buckets, timed, sparse, cap_bytes,
       /*find_unused_parameters=*/false, config.gradient_as_bucket_view, names,
-      /*first_bucket_bytes_cap=*/std::min(kFirstBucketBytes, cap_bytes));
+      /*first_bucket_bytes_cap=*/std::min(kFirstBucketBytes, cap_bytes),
+      /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false,
+      /*bucket_bytes_cap_list=*/std::vector<int64_t>{});
 }
 
 DdpEngine::~DdpEngine() = default;

@@ -48,10 +48,10 @@ TimedProcessGroup::TimedProcessGroup(
     std::shared_ptr<CommIntervals> intervals)
     : c10d::ProcessGroup(inner->getRank(), inner->getSize()),
       inner_(std::move(inner)),
-      intervals_(std::move(intervals)) {}
-
-const std::string TimedProcessGroup::getBackendName() const {
-  return inner_->getBackendName();
+      intervals_(std::move(intervals)) {
+  setDefaultBackend(inner_->getBackendType());
+  setBackend(c10::DeviceType::CPU, inner_->getBackendType(),
+             inner_->getBackend(c10::DeviceType::CPU));
 }
 
 c10::intrusive_ptr<c10d::Work> TimedProcessGroup::allreduce(
@@ -64,22 +64,6 @@ c10::intrusive_ptr<c10d::Work> TimedProcessGroup::allreduce(
     intervals->Add(issued, std::chrono::steady_clock::now());
   });
   return work;
-}
-
-c10::intrusive_ptr<c10d::Work> TimedProcessGroup::broadcast(
-    std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) {
-  return inner_->broadcast(tensors, opts);
-}
-
-c10::intrusive_ptr<c10d::Work> TimedProcessGroup::allgather(
-    std::vector<std::vector<at::Tensor>>& outputs,
-    std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) {
-  return inner_->allgather(outputs, inputs, opts);
-}
-
-c10::intrusive_ptr<c10d::Work> TimedProcessGroup::barrier(
-    const c10d::BarrierOptions& opts) {
-  return inner_->barrier(opts);
 }
 
 }  // namespace memprof

@@ -1,7 +1,7 @@
 // Note [Communication time]
 // The Reducer's process group, with a timer around every all-reduce: a
 // c10d::ProcessGroup that forwards each collective to the real one
-// (ProcessGroupGloo) and, for all-reduce, records when it was issued and
+// (the group of ProcessGroupGloo) and, for all-reduce, records when it was issued and
 // when its Work's future completed. The Reducer issues one all-reduce per
 // bucket from autograd hooks while backward still computes; the time spent
 // communicating in a step is the union of those intervals within it (two
@@ -40,24 +40,16 @@ class CommIntervals {
   std::vector<std::pair<SteadyTime, SteadyTime>> intervals_;
 };
 
+// Carries the inner group's backend for every other collective, which
+// ProcessGroup dispatches to it unchanged.
 class TimedProcessGroup final : public c10d::ProcessGroup {
  public:
   TimedProcessGroup(c10::intrusive_ptr<c10d::ProcessGroup> inner,
                     std::shared_ptr<CommIntervals> intervals);
 
-  const std::string getBackendName() const override;
   c10::intrusive_ptr<c10d::Work> allreduce(
       std::vector<at::Tensor>& tensors,
       const c10d::AllreduceOptions& opts) override;
-  c10::intrusive_ptr<c10d::Work> broadcast(
-      std::vector<at::Tensor>& tensors,
-      const c10d::BroadcastOptions& opts) override;
-  c10::intrusive_ptr<c10d::Work> allgather(
-      std::vector<std::vector<at::Tensor>>& outputs,
-      std::vector<at::Tensor>& inputs,
-      const c10d::AllgatherOptions& opts) override;
-  c10::intrusive_ptr<c10d::Work> barrier(
-      const c10d::BarrierOptions& opts) override;
 
  private:
   c10::intrusive_ptr<c10d::ProcessGroup> inner_;
