@@ -36,7 +36,7 @@ constexpr int64_t kLogLimit = 1 << 20;
 class NaiveHook final : public c10::Allocator {
  public:
   explicit NaiveHook(c10::Allocator* base) : base_(base) {}
-  c10::DataPtr allocate(size_t bytes) const override {
+  c10::DataPtr allocate(size_t bytes) override {
     c10::DataPtr block = base_->allocate(bytes);
     void* data = block.get();
     auto* context =
@@ -48,6 +48,9 @@ class NaiveHook final : public c10::Allocator {
       current_ += static_cast<int64_t>(bytes);
     }
     return c10::DataPtr(data, context, &Delete, block.device());
+  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
   }
 
  private:

@@ -21,12 +21,22 @@
 
 namespace memprof {
 
+// context.cuda (memprof.rank/1.1): memprof's CUDA parts and this machine's
+// devices; absent from 1.0 reports, read as not compiled.
+struct CudaContext {
+  bool compiled = false;
+  bool available = false;
+  int devices = 0;
+  std::string status;  // in words: the devices, or why there are none
+};
+
 struct ReportContext {
   int rank = 0;
   int world_size = 1;
   std::string device = "cpu";
   std::string backend = "gloo";
   std::string libtorch_version;
+  CudaContext cuda;
   std::string git_sha;
   std::string hostname;
   int64_t pid = 0;

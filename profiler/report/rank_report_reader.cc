@@ -158,6 +158,13 @@ ReportContext RankReportReader::Context(const Json& c) const {
   out.device = r_.String(c, "context", "device");
   out.backend = r_.String(c, "context", "backend");
   out.libtorch_version = r_.String(c, "context", "libtorch_version");
+  if (c.contains("cuda")) {  // since memprof.rank/1.1
+    const Json& cuda = r_.Object(c, "context", "cuda");
+    out.cuda.compiled = r_.Bool(cuda, "context.cuda", "compiled");
+    out.cuda.available = r_.Bool(cuda, "context.cuda", "available");
+    out.cuda.devices = Int(cuda, "context.cuda", "devices", 0, 1 << 16);
+    out.cuda.status = r_.String(cuda, "context.cuda", "status");
+  }
   out.git_sha = r_.String(c, "context", "git_sha");
   out.hostname = r_.String(c, "context", "hostname");
   out.pid = r_.Integer(c, "context", "pid", 0, kMaxInt64);

@@ -178,6 +178,12 @@ std::string FormatStepTimes(const RankReport& rank) {
   return line;
 }
 
+std::string CudaSentence(const CudaContext& cuda) {
+  if (!cuda.compiled) return "CUDA not built in";
+  if (!cuda.available) return "CUDA built in, no GPU here: " + cuda.status;
+  return "CUDA built in, " + cuda.status;
+}
+
 std::string FormatSummaryTable(const std::vector<RankReport>& ranks) {
   const RankReport& first = ranks.front();
   const RunConfig& config = first.context.config;
@@ -188,6 +194,8 @@ std::string FormatSummaryTable(const std::vector<RankReport>& ranks) {
       << first.context.backend << ", " << first.context.device
       << "), micro-batch " << first.micro_batch << " per rank, "
       << config.train.steps << " steps\n"
+      << "memprof: LibTorch " << first.context.libtorch_version << "; "
+      << CudaSentence(first.context.cuda) << "\n"
       << "each category's largest live bytes in a steady-state step "
          "(temporaries: at the peak), predicted and measured; error = "
          "measured - predicted (largest over ranks)\n\n";

@@ -45,6 +45,9 @@ std::string FormatStepTimes(const RankReport& rank);
 // summary.json (memprof.summary/1). `ranks` in rank order.
 nlohmann::ordered_json SummaryJson(const std::vector<RankReport>& ranks);
 
+// "CUDA built in, no GPU here: no NVIDIA driver (libcuda.so.1 not found)"
+std::string CudaSentence(const CudaContext& cuda);
+
 // One row per category, one column per rank, then the peak and the
 // redundancy audit in words.
 std::string FormatSummaryTable(const std::vector<RankReport>& ranks);

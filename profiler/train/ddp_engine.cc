@@ -48,7 +48,8 @@ ProcessGroup::ProcessGroup(const RankTopology& topology, int64_t timeout_s)
   } catch (const std::exception& e) {
     const std::string what = e.what();
     if (topology.rank == 0 &&
-        what.find("Address already in use") != std::string::npos) {
+        (what.find("EADDRINUSE") != std::string::npos ||
+         what.find("Address already in use") != std::string::npos)) {
       throw PortBusy("port " + std::to_string(topology.master_port) +
                      " is in use");
     }

@@ -6,6 +6,7 @@
 
 #include <torch/version.h>
 
+#include "profiler/capture/cuda_device.h"
 #include "profiler/predict/fit.h"
 
 #ifndef MEMPROF_GIT_SHA
@@ -39,6 +40,8 @@ ReportContext ContextOf(const RankRun& run) {
   c.device = run.device;
   c.backend = run.backend;
   c.libtorch_version = TORCH_VERSION;
+  const CudaDeviceStatus& cuda = ProbeCudaDevice();
+  c.cuda = {cuda.compiled, cuda.available, cuda.devices, cuda.status};
   c.git_sha = MEMPROF_GIT_SHA;
   c.hostname = Hostname();
   c.pid = static_cast<int64_t>(::getpid());

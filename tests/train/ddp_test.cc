@@ -96,22 +96,41 @@ TEST(Ddp, GradientsAreTheAverageOverRanks) {
   }
 }
 
+// As DistributedDataParallel without find_unused_parameters: one bucket in
+// step 1, rebuilt before step 2 in the order gradients became ready, capped
+// at bucket_cap_mb; every gradient in exactly one bucket both times.
 TEST(Ddp, BucketsHoldEveryGradientOnce) {
-  OnTwoRanks([&](int, ProcessGroup& group) {
-    torch::manual_seed(1);
-    MlpModel model(Tiny());
+  std::vector<std::unique_ptr<MlpModel>> replicas;
+  std::vector<Batch> batches;
+  torch::manual_seed(1);
+  for (int r = 0; r < kWorld; ++r) {
+    replicas.push_back(std::make_unique<MlpModel>(Tiny()));
+    batches.push_back(replicas[r]->MakeBatch(4));
+  }
+  OnTwoRanks([&](int r, ProcessGroup& group) {
+    MlpModel& model = *replicas[r];
     const std::vector<torch::Tensor> params = model.module().parameters();
     int64_t bytes = 0;
     for (const torch::Tensor& p : params) bytes += p.numel() * 4;
+    const auto bucket_bytes = [](DdpEngine& ddp) {
+      int64_t sum = 0;
+      for (const torch::Tensor& b : ddp.BucketBuffers()) {
+        sum += static_cast<int64_t>(b.nbytes());
+      }
+      return sum;
+    };
     DdpConfig config;
-    config.bucket_cap_mb = 0.001;  // ~1 KiB: several buckets
+    config.bucket_cap_mb = 0.001;  // ~1 KiB: several buckets after step 1
     DdpEngine ddp(group, config, params);
-    int64_t bucket_bytes = 0;
-    for (const torch::Tensor& b : ddp.BucketBuffers()) {
-      bucket_bytes += static_cast<int64_t>(b.nbytes());
-    }
-    EXPECT_EQ(bucket_bytes, bytes);
+    EXPECT_EQ(ddp.bucket_count(), 1u);
+    EXPECT_EQ(bucket_bytes(ddp), bytes);
+    EXPECT_FALSE(ddp.PrepareForward());  // nothing to rebuild before step 1
+    torch::Tensor loss = model.Loss(batches[r]);
+    ddp.PrepareForBackward();
+    loss.backward();
+    EXPECT_TRUE(ddp.PrepareForward());  // step 2 rebuilds
     EXPECT_GT(ddp.bucket_count(), 1u);
+    EXPECT_EQ(bucket_bytes(ddp), bytes);
   });
 }
 

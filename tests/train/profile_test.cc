@@ -1,6 +1,7 @@
 // A single-rank training run, measured to the byte.
 #include <gtest/gtest.h>
 
+#include "profiler/base/schema_version.h"
 #include "profiler/cli/config_cli.h"
 #include "tests/train/solo_run.h"
 
@@ -102,7 +103,7 @@ TEST(Profile, SetToNoneFreesGradientsBetweenSteps) {
 TEST(Profile, ReportJsonHasTheKeysOtherToolsReadAsIntegers) {
   const RankRun r = RunSolo(TinyConfig());
   const nlohmann::ordered_json j = ToJson(ReportOf(r));
-  EXPECT_EQ(j["schema"], "memprof.rank/1");
+  EXPECT_EQ(j["schema"], kRankSchema);
   EXPECT_EQ(j["context"]["rank"], 0);
   EXPECT_EQ(j["context"]["world_size"], 1);
   EXPECT_EQ(j["context"]["device"], "cpu");
