@@ -49,7 +49,8 @@ class NaiveHook final : public c10::Allocator {
     }
     return c10::DataPtr(data, context, &Delete, block.device());
   }
-  void copy_data(void* dest, const void* src, std::size_t count) const override {
+  void copy_data(void* dest, const void* src,
+                 std::size_t count) const override {
     default_copy_data(dest, src, count);
   }
 

@@ -83,7 +83,8 @@ class CpuHook final : public c10::Allocator {
   c10::DeleterFnPtr raw_deleter() const override { return &HookDelete; }
 
   // Allocator::clone() copies through this; every block is plain memory.
-  void copy_data(void* dest, const void* src, std::size_t count) const override {
+  void copy_data(void* dest, const void* src,
+                 std::size_t count) const override {
     default_copy_data(dest, src, count);
   }
 

@@ -49,8 +49,9 @@ CudaDeviceStatus Probe() {
 #else
 CudaDeviceStatus Probe() {
   CudaDeviceStatus s;
-  s.status = "memprof built without CUDA (MEMPROF_CUDA=OFF, or a LibTorch "
-             "without CUDA)";
+  s.status =
+      "memprof built without CUDA (MEMPROF_CUDA=OFF, or a LibTorch "
+      "without CUDA)";
   return s;
 }
 #endif

@@ -42,8 +42,7 @@ std::vector<torch::Tensor> OptimizerStateTensors(
   for (const torch::optim::OptimizerParamGroup& group :
        optimizer.param_groups()) {
     for (const torch::Tensor& p : group.params()) {
-      const auto it =
-          optimizer.state().find(p.unsafeGetTensorImpl());
+      const auto it = optimizer.state().find(p.unsafeGetTensorImpl());
       if (it == optimizer.state().end()) continue;
       torch::optim::OptimizerParamState* state = it->second.get();
       if (auto* adam = dynamic_cast<torch::optim::AdamParamState*>(state)) {

@@ -75,8 +75,8 @@ ProcessGroup::ProcessGroup(const RankTopology& topology, int64_t timeout_s)
   impl_->group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
   impl_->group->setBackend(
       c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO,
-      c10::make_intrusive<c10d::ProcessGroupGloo>(
-          impl_->store, topology.rank, topology.world_size, gloo));
+      c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, topology.rank,
+                                                  topology.world_size, gloo));
 }
 
 ProcessGroup::~ProcessGroup() = default;

@@ -1,11 +1,11 @@
 // Note [Communication time]
 // The Reducer's process group, with a timer around every all-reduce: a
 // c10d::ProcessGroup that forwards each collective to the real one
-// (the group of ProcessGroupGloo) and, for all-reduce, records when it was issued and
-// when its Work's future completed. The Reducer issues one all-reduce per
-// bucket from autograd hooks while backward still computes; the time spent
-// communicating in a step is the union of those intervals within it (two
-// buckets in flight together count once). Only the timer is added: the
+// (the group of ProcessGroupGloo) and, for all-reduce, records when it was
+// issued and when its Work's future completed. The Reducer issues one
+// all-reduce per bucket from autograd hooks while backward still computes; the
+// time spent communicating in a step is the union of those intervals within it
+// (two buckets in flight together count once). Only the timer is added: the
 // collectives, their tensors and their threads are the real ones.
 #pragma once
 

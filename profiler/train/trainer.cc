@@ -31,8 +31,8 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(
 }
 
 // Zeroes the gradients in place, or drops them (set_to_none). LibTorch's
-// Optimizer::zero_grad() would detach_() them first, which fails on gradients that
-// are views into DDP buckets (gradient_as_bucket_view).
+// Optimizer::zero_grad() would detach_() them first, which fails on gradients
+// that are views into DDP buckets (gradient_as_bucket_view).
 void ZeroGrad(const std::vector<torch::Tensor>& params, bool set_to_none) {
   for (const torch::Tensor& p : params) {
     torch::Tensor& grad = const_cast<torch::Tensor&>(p).mutable_grad();

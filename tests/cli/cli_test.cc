@@ -6,6 +6,7 @@
 #include <set>
 
 #include <gtest/gtest.h>
+#include <torch/version.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/run_command.h"
@@ -37,6 +38,11 @@ TEST_F(CliTest, ProfileWritesTheRankReportWholeAndPrintsTheTable) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("weights"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("steady-state peak"), std::string::npos);
+  // Which LibTorch, and what the run can say about CUDA here.
+  EXPECT_NE(r.output.find(std::string("memprof: LibTorch ") + TORCH_VERSION +
+                          "; CUDA "),
+            std::string::npos)
+      << r.output;
   const std::set<std::string> expected = {"rank-0.json",     "summary.json",
                                           "snapshot-0.json", "report.md",
                                           "report.html",     "trace.json"};

@@ -116,6 +116,30 @@ TEST(RankReportReader, ReadsBackWhatTheWriterWrote) {
   }
 }
 
+// context.cuda arrived in memprof.rank/1.1: a 1.0 report (the fixture)
+// has none and reads as "not compiled"; a 1.1 one is read back and checked.
+TEST(RankReportReader, ContextCudaIsReadSinceSchemaOnePointOne) {
+  Json doc = OneRankReport();
+  ASSERT_FALSE(doc["context"].contains("cuda"));
+  EXPECT_FALSE(RankReportFromJson(doc, "r0.json").context.cuda.compiled);
+  doc["context"]["cuda"] = {{"compiled", true},
+                            {"available", true},
+                            {"devices", 2},
+                            {"status", "2 x GPU, 1024 MiB"}};
+  const CudaContext cuda = RankReportFromJson(doc, "r0.json").context.cuda;
+  EXPECT_TRUE(cuda.compiled);
+  EXPECT_TRUE(cuda.available);
+  EXPECT_EQ(cuda.devices, 2);
+  EXPECT_EQ(cuda.status, "2 x GPU, 1024 MiB");
+  EXPECT_EQ(ToJson(RankReportFromJson(doc, "r0.json"))["context"]["cuda"],
+            doc["context"]["cuda"]);
+  doc["context"]["cuda"]["devices"] = "two";
+  EXPECT_NE(InputErrorOf([&] {
+              RankReportFromJson(doc, "r0.json");
+            }).find("r0.json: context.cuda.devices"),
+            std::string::npos);
+}
+
 TEST(RankReportReader, ErrorsNameTheFileAndTheJsonPath) {
   Json doc = OneRankReport();
   doc["steps"][1]["breakdown"]["weights"] = -5;

@@ -1,5 +1,8 @@
 // A single-rank training run, measured to the byte.
+#include <filesystem>
+
 #include <gtest/gtest.h>
+#include <torch/version.h>
 
 #include "profiler/base/schema_version.h"
 #include "profiler/cli/config_cli.h"
@@ -107,6 +110,19 @@ TEST(Profile, ReportJsonHasTheKeysOtherToolsReadAsIntegers) {
   EXPECT_EQ(j["context"]["rank"], 0);
   EXPECT_EQ(j["context"]["world_size"], 1);
   EXPECT_EQ(j["context"]["device"], "cpu");
+  EXPECT_EQ(j["context"]["libtorch_version"], TORCH_VERSION);
+  // What the build and this machine say about CUDA, as the probe found it.
+  const nlohmann::ordered_json& cuda = j["context"]["cuda"];
+#if MEMPROF_WITH_CUDA
+  EXPECT_TRUE(cuda["compiled"].get<bool>());
+#else
+  EXPECT_FALSE(cuda["compiled"].get<bool>());
+#endif
+  EXPECT_EQ(cuda["available"].get<bool>(), cuda["devices"].get<int>() > 0);
+  EXPECT_FALSE(cuda["status"].get<std::string>().empty());
+  if (!std::filesystem::exists("/dev/nvidiactl")) {  // no driver, no GPU
+    EXPECT_FALSE(cuda["available"].get<bool>());
+  }
   EXPECT_TRUE(j["parameters"].is_number_integer());
   int64_t sum = 0;
   for (Category c : kAllCategories) {
