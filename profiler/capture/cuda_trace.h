@@ -1,0 +1,74 @@
+// Note [CUDA trace translation]
+// The CUDA backend of the hook. The CUDA caching allocator reports every
+// request and every segment to the trackers attached with
+// attachAllocatorTraceTracker (c10::CachingDeviceAllocator::TraceEntry),
+// under its own lock, on the allocating thread. CudaTrace turns each entry
+// into what memprof records:
+//   SEGMENT_ALLOC / SEGMENT_FREE  a segment of the mirror (reserved bytes)
+//   ALLOC                         a block: its allocated size is the mirror's
+//                                 (rounding and the split rule; the entry
+//                                 carries only the request), recorded in the
+//                                 MemoryTracker as on CPU, so attribution
+//                                 (ownership, then the phase rule) is the
+//                                 CPU code
+//   FREE_REQUESTED                the block leaves the tracker and the
+//                                 allocated bytes (as the allocator's own
+//                                 allocated_bytes statistic does)
+//   FREE_COMPLETED                the block is free in the mirror and merges
+//   OOM                           the refusal: request and device free bytes
+//   SEGMENT_MAP / SEGMENT_UNMAP   expandable segments, not modelled: counted
+//                                 as a mismatch
+// Inside the callback nothing calls PyTorch or allocates through c10 (the
+// mirror's nodes come from malloc), and the only locks taken are this
+// object's and the tracker's, always after the allocator's: no inversion.
+// A mirror that disagrees with an entry (a block where none can start) is
+// not thrown from the callback: it is counted and the first one is kept,
+// for the report's self-check.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include <c10/core/CachingDeviceAllocator.h>
+
+#include "profiler/capture/cuda_allocator_model.h"
+#include "profiler/capture/memory_tracker.h"
+
+namespace memprof {
+
+// The allocator's first refusal, as its OOM entry reports it.
+struct CudaOutOfMemory {
+  bool happened = false;
+  int64_t requested_bytes = 0;
+  int64_t device_free_bytes = 0;
+  CudaAllocatorFigures figures;  // the mirror's, at the refusal
+};
+
+class CudaTrace {
+ public:
+  explicit CudaTrace(MemoryTracker& tracker) : tracker_(tracker) {}
+
+  // One entry, as the allocator's trace tracker receives it.
+  void Apply(const c10::CachingDeviceAllocator::TraceEntry& entry);
+
+  CudaAllocatorFigures Now() const;
+  CudaAllocatorFigures AtAllocatedPeak() const;
+  int64_t PeakReserved() const;
+  CudaOutOfMemory out_of_memory() const;
+  // Entries the mirror could not follow, and the first one's reason.
+  int64_t mismatches() const;
+  std::string first_mismatch() const;
+
+ private:
+  void Mismatch(const std::string& what);
+
+  MemoryTracker& tracker_;
+  mutable std::mutex mutex_;  // guards everything below
+  CudaAllocatorModel mirror_;
+  CudaOutOfMemory out_of_memory_;
+  int64_t mismatches_ = 0;
+  std::string first_mismatch_;
+};
+
+}  // namespace memprof
