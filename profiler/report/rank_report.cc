@@ -111,6 +111,16 @@ Json OutOfMemoryJson(const std::optional<OutOfMemoryFigures>& oom) {
               {"fit", FitJson(oom->fit)}};
 }
 
+Json CudaReplayJson(const std::optional<CudaReplayFigures>& replay) {
+  if (!replay) return nullptr;
+  return Json{{"requested_bytes", replay->requested_bytes},
+              {"allocated_bytes", replay->allocated_bytes},
+              {"reserved_bytes", replay->reserved_bytes},
+              {"inactive_split_bytes", replay->inactive_split_bytes},
+              {"peak_reserved_bytes", replay->peak_reserved_bytes},
+              {"segments", replay->segments}};
+}
+
 Json ContextJson(const ReportContext& c) {
   return Json{{"rank", c.rank},
               {"world_size", c.world_size},
@@ -170,6 +180,7 @@ Json ToJson(const RankReport& r) {
         {"freed_bytes", r.hook.freed_bytes},
         {"ownership_not_found", r.hook.ownership_not_found},
         {"ownership_conflicts", r.hook.ownership_conflicts}}},
+      {"cuda_replay", CudaReplayJson(r.cuda_replay)},
   };
 }
 

@@ -41,6 +41,10 @@ class RankReportReader {
     out.timeline = Timeline(r_.Array(doc, "", "timeline"));
     out.series = Series(r_.Object(doc, "", "series"));
     out.hook = Hook(r_.Object(doc, "", "hook"));
+    if (const auto replay = doc.find("cuda_replay");  // since 1.1
+        replay != doc.end() && !replay->is_null()) {
+      out.cuda_replay = CudaReplay(r_.Object(doc, "", "cuda_replay"));
+    }
     return out;
   }
 
@@ -94,6 +98,7 @@ class RankReportReader {
   std::vector<TimelineSegment> Timeline(const Json& timeline) const;
   LiveSeries Series(const Json& series) const;
   HookFigures Hook(const Json& hook) const;
+  CudaReplayFigures CudaReplay(const Json& replay) const;
 
   JsonReader r_;
 };
@@ -381,6 +386,18 @@ LiveSeries RankReportReader::Series(const Json& series) const {
           r_.Integer(values[i], JsonElement(where, i), 0, kMaxInt64));
     }
   }
+  return out;
+}
+
+CudaReplayFigures RankReportReader::CudaReplay(const Json& replay) const {
+  CudaReplayFigures out;
+  const char* where = "cuda_replay";
+  out.requested_bytes = r_.Bytes(replay, where, "requested_bytes");
+  out.allocated_bytes = r_.Bytes(replay, where, "allocated_bytes");
+  out.reserved_bytes = r_.Bytes(replay, where, "reserved_bytes");
+  out.inactive_split_bytes = r_.Bytes(replay, where, "inactive_split_bytes");
+  out.peak_reserved_bytes = r_.Bytes(replay, where, "peak_reserved_bytes");
+  out.segments = r_.Bytes(replay, where, "segments");
   return out;
 }
 

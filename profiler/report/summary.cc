@@ -178,6 +178,16 @@ std::string FormatStepTimes(const RankReport& rank) {
   return line;
 }
 
+std::string CudaReplaySentence(const CudaReplayFigures& replay) {
+  return "the CUDA caching allocator, modelled, would allocate at most " +
+         HumanBytes(replay.allocated_bytes) + " (" +
+         HumanBytes(replay.requested_bytes) + " requested, rounded up), " +
+         "reserving " + HumanBytes(replay.reserved_bytes) + " then (" +
+         HumanBytes(replay.inactive_split_bytes) +
+         " of it free in split segments) and " +
+         HumanBytes(replay.peak_reserved_bytes) + " at most";
+}
+
 std::string CudaSentence(const CudaContext& cuda) {
   if (!cuda.compiled) return "CUDA not built in";
   if (!cuda.available) return "CUDA built in, no GPU here: " + cuda.status;
@@ -230,6 +240,10 @@ std::string FormatSummaryTable(const std::vector<RankReport>& ranks) {
          "rebuilds its buckets once in step 2)\n";
   for (const RedundancyFigures& entry : first.redundancy) {
     out << "redundancy: " << RedundancySentence(entry, world) << "\n";
+  }
+  if (first.cuda_replay) {
+    out << "on a GPU (rank 0): " << CudaReplaySentence(*first.cuda_replay)
+        << "\n";
   }
   return out.str();
 }

@@ -45,6 +45,11 @@ std::string FormatStepTimes(const RankReport& rank);
 // summary.json (memprof.summary/1). `ranks` in rank order.
 nlohmann::ordered_json SummaryJson(const std::vector<RankReport>& ranks);
 
+// "the CUDA caching allocator, modelled, would allocate at most 3.85 MiB
+// (3.83 MiB requested, rounded up), reserving 4.00 MiB then (156 KiB of it
+// free in split segments) and 4.00 MiB at most": a run replayed on a GPU.
+std::string CudaReplaySentence(const CudaReplayFigures& replay);
+
 // "CUDA built in, no GPU here: no NVIDIA driver (libcuda.so.1 not found)"
 std::string CudaSentence(const CudaContext& cuda);
 

@@ -7,6 +7,7 @@
 #include <torch/version.h>
 
 #include "profiler/capture/cuda_device.h"
+#include "profiler/capture/cuda_replay.h"
 #include "profiler/predict/fit.h"
 
 #ifndef MEMPROF_GIT_SHA
@@ -156,6 +157,13 @@ RankReport ReportOf(const RankRun& run) {
   r.series = SeriesOf(a);
   r.hook = {run.hooked,    a.allocations,           a.total.allocated,
             a.total.freed, run.ownership_not_found, run.ownership_conflicts};
+  if (run.hooked) {
+    const CudaReplay replay = ReplayOnCudaAllocator(run.capture.lifetimes);
+    const CudaAllocatorFigures& at = replay.at_allocated_peak;
+    r.cuda_replay = CudaReplayFigures{at.requested,         at.allocated,
+                                      at.reserved,          at.inactive_split,
+                                      replay.peak_reserved, replay.segments};
+  }
   return r;
 }
 

@@ -140,6 +140,24 @@ TEST(RankReportReader, ContextCudaIsReadSinceSchemaOnePointOne) {
             std::string::npos);
 }
 
+TEST(RankReportReader, CudaReplayIsReadSinceSchemaOnePointOne) {
+  Json doc = OneRankReport();
+  EXPECT_FALSE(RankReportFromJson(doc, "r0.json").cuda_replay.has_value());
+  doc["cuda_replay"] = {
+      {"requested_bytes", 1000},        {"allocated_bytes", 1024},
+      {"reserved_bytes", 2097152},      {"inactive_split_bytes", 2096128},
+      {"peak_reserved_bytes", 2097152}, {"segments", 1}};
+  const RankReport report = RankReportFromJson(doc, "r0.json");
+  ASSERT_TRUE(report.cuda_replay.has_value());
+  EXPECT_EQ(report.cuda_replay->allocated_bytes, 1024);
+  EXPECT_EQ(ToJson(report)["cuda_replay"], doc["cuda_replay"]);
+  doc["cuda_replay"]["reserved_bytes"] = -1;
+  EXPECT_NE(InputErrorOf([&] {
+              RankReportFromJson(doc, "r0.json");
+            }).find("r0.json: cuda_replay.reserved_bytes"),
+            std::string::npos);
+}
+
 TEST(RankReportReader, ErrorsNameTheFileAndTheJsonPath) {
   Json doc = OneRankReport();
   doc["steps"][1]["breakdown"]["weights"] = -5;

@@ -39,10 +39,11 @@ void CollectKeys(const Json& node, std::set<std::string>& keys) {
 }
 
 // What the writer emits, with every optional part present: an
-// out-of-memory object and each model's config section.
+// out-of-memory object, the CUDA replay and each model's config section.
 std::set<std::string> EmittedKeys() {
   RankReport report = ReadRankReport(kFixture);
   report.out_of_memory = OutOfMemoryFigures{};
+  report.cuda_replay = CudaReplayFigures{};
   std::set<std::string> keys;
   for (const char* model : {"mlp", "gpt", "resnet"}) {
     report.context.config.model = model;

@@ -123,6 +123,19 @@ TEST(Profile, ReportJsonHasTheKeysOtherToolsReadAsIntegers) {
   if (!std::filesystem::exists("/dev/nvidiactl")) {  // no driver, no GPU
     EXPECT_FALSE(cuda["available"].get<bool>());
   }
+  // The run replayed on the CUDA caching allocator's model: 512-byte
+  // blocks inside 2 MiB-multiple segments.
+  const nlohmann::ordered_json& replay = j["cuda_replay"];
+  const int64_t requested = replay["requested_bytes"];
+  const int64_t allocated = replay["allocated_bytes"];
+  const int64_t reserved = replay["reserved_bytes"];
+  EXPECT_GT(requested, 0);
+  EXPECT_LE(requested, allocated);
+  EXPECT_EQ(allocated % 512, 0);
+  EXPECT_LE(allocated + replay["inactive_split_bytes"].get<int64_t>(),
+            reserved);
+  EXPECT_LE(reserved, replay["peak_reserved_bytes"].get<int64_t>());
+  EXPECT_EQ(replay["peak_reserved_bytes"].get<int64_t>() % (2 << 20), 0);
   EXPECT_TRUE(j["parameters"].is_number_integer());
   int64_t sum = 0;
   for (Category c : kAllCategories) {
