@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "profiler/capture/cuda_allocator_model.h"
+#include "profiler/base/cuda_allocator_model.h"
 #include "profiler/capture/memory_tracker.h"
 
 namespace memprof {

@@ -32,7 +32,7 @@
 
 #include <c10/core/CachingDeviceAllocator.h>
 
-#include "profiler/capture/cuda_allocator_model.h"
+#include "profiler/base/cuda_allocator_model.h"
 #include "profiler/capture/memory_tracker.h"
 
 namespace memprof {

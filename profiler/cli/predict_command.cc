@@ -6,6 +6,7 @@
 
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
+#include "profiler/predict/cuda_prediction.h"
 #include "profiler/report/breakdown_json.h"
 
 namespace memprof {
@@ -83,6 +84,14 @@ std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
   return "";
 }
 
+Json CudaJson(const CudaPrediction& cuda) {
+  return Json{{"requested_bytes", cuda.at_peak.requested},
+              {"allocated_bytes", cuda.at_peak.allocated},
+              {"reserved_bytes", cuda.at_peak.reserved},
+              {"inactive_split_bytes", cuda.at_peak.inactive_split},
+              {"peak_reserved_bytes", cuda.peak_reserved}};
+}
+
 }  // namespace
 
 Json ToJson(const Prediction& p, const RunConfig& config) {
@@ -124,6 +133,7 @@ Json ToJson(const Prediction& p, const RunConfig& config) {
         {"stage2_bytes", p.zero.stage2_bytes},
         {"stage3_bytes", p.zero.stage3_bytes},
         {"duplicated_bytes", p.zero.duplicated_bytes}}},
+      {"cuda", CudaJson(PredictOnCuda(p, config))},
       {"symbols", p.table.symbols},
       {"table", table},
   };
@@ -183,6 +193,17 @@ std::string FormatPrediction(const Prediction& p, const RunConfig& config) {
       << ", ZeRO-2 " << BothUnits(z.stage2_bytes) << ", ZeRO-3 "
       << BothUnits(z.stage3_bytes) << "; plain replication holds "
       << BothUnits(z.duplicated_bytes) << " in duplicate across the group\n";
+  const CudaPrediction cuda = PredictOnCuda(p, config);
+  out << "on a GPU (the CUDA caching allocator's rules applied to these "
+         "tensors, profiler/predict/cuda_prediction.h): at the steady-state "
+         "peak "
+      << HumanBytes(cuda.at_peak.allocated) << " allocated ("
+      << HumanBytes(cuda.at_peak.requested) << " requested, rounded up), "
+      << HumanBytes(cuda.at_peak.reserved) << " reserved ("
+      << HumanBytes(cuda.at_peak.inactive_split)
+      << " of it free in split segments); at most "
+      << HumanBytes(cuda.peak_reserved)
+      << " reserved over the first two steps\n";
   return out.str();
 }
 

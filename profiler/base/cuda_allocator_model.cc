@@ -1,4 +1,4 @@
-#include "profiler/capture/cuda_allocator_model.h"
+#include "profiler/base/cuda_allocator_model.h"
 
 #include <algorithm>
 #include <iterator>

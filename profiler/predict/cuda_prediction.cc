@@ -1,0 +1,101 @@
+#include "profiler/predict/cuda_prediction.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace memprof {
+namespace {
+
+// As the Reducer's rebuild: parameters in reverse order (gradients become
+// ready roughly so), a bucket closing once it holds at least its cap.
+std::vector<int64_t> RebuiltBuckets(const SizeTable& table,
+                                    const RunConfig& config) {
+  constexpr int64_t kFirstBucketBytes = 1 << 20;
+  const auto cap = static_cast<int64_t>(config.ddp.bucket_cap_mb * (1 << 20));
+  std::vector<int64_t> buckets;
+  int64_t open = 0;
+  for (auto row = table.rows.rbegin(); row != table.rows.rend(); ++row) {
+    if (row->kind != RowKind::kParameter) continue;
+    open += row->Bytes();
+    const int64_t limit =
+        buckets.empty() ? std::min(kFirstBucketBytes, cap) : cap;
+    if (open >= limit) {
+      buckets.push_back(open);
+      open = 0;
+    }
+  }
+  if (open > 0) buckets.push_back(open);
+  return buckets;
+}
+
+class Sequence {
+ public:
+  std::vector<uint64_t> AllocRows(const SizeTable& table, RowKind kind,
+                                  int copies = 1) {
+    std::vector<uint64_t> blocks;
+    for (const SizeRow& row : table.rows) {
+      if (row.kind != kind || row.Bytes() == 0) continue;
+      for (int i = 0; i < copies; ++i) blocks.push_back(Alloc(row.Bytes()));
+    }
+    return blocks;
+  }
+  uint64_t Alloc(int64_t bytes) { return model_.Malloc(bytes); }
+  void Free(const std::vector<uint64_t>& blocks) {
+    for (uint64_t block : blocks) model_.Free(block);
+  }
+  const CudaAllocatorModel& model() const { return model_; }
+
+ private:
+  CudaAllocatorModel model_;
+};
+
+}  // namespace
+
+CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
+  const SizeTable& table = p.table;
+  const bool adam = config.train.optimizer != "sgd";
+  const bool buckets = !config.ddp.gradient_as_bucket_view;
+  const int64_t param_bytes = table.Bytes(RowKind::kParameter);
+  const int64_t largest = table.LargestParameterBytes();
+  Sequence s;
+  s.AllocRows(table, RowKind::kParameter);
+  s.AllocRows(table, RowKind::kBuffer);
+  // With gradient_as_bucket_view the gradients are the bucket views.
+  std::vector<uint64_t> bucket{s.Alloc(param_bytes)};
+  std::vector<uint64_t> gradients, state;
+  CudaAllocatorFigures early_backward, optimizer_step;
+  for (int step = 1; step <= 2; ++step) {
+    if (step == 2) {
+      s.Free(bucket);
+      bucket.clear();
+      for (int64_t bytes : RebuiltBuckets(table, config)) {
+        bucket.push_back(s.Alloc(bytes));
+      }
+    }
+    const std::vector<uint64_t> inputs = s.AllocRows(table, RowKind::kInput);
+    const std::vector<uint64_t> saved = s.AllocRows(table, RowKind::kSaved);
+    const std::vector<uint64_t> workspace =
+        s.AllocRows(table, RowKind::kWorkspace);
+    if (step == 1 && buckets) {
+      gradients = s.AllocRows(table, RowKind::kParameter);
+    }
+    early_backward = s.model().now();
+    s.Free(saved);
+    s.Free(workspace);
+    // The loss, a scalar that outlives backward (the prediction's optimizer
+    // moment counts it as the activations left).
+    const std::vector<uint64_t> loss{s.Alloc(4)};
+    if (step == 1 && adam) state = s.AllocRows(table, RowKind::kParameter, 2);
+    std::vector<uint64_t> update;
+    if (adam) update = {s.Alloc(largest), s.Alloc(largest)};
+    optimizer_step = s.model().now();
+    s.Free(update);
+    s.Free(loss);
+    s.Free(inputs);
+  }
+  const bool optimizer_peak = &p.Peak() == &p.optimizer_step;
+  return {optimizer_peak ? optimizer_step : early_backward,
+          s.model().peak_reserved()};
+}
+
+}  // namespace memprof

@@ -1,0 +1,75 @@
+// The prediction on a GPU (Note [CUDA prediction sequence]): the tensors of
+// the predicted peak, through the caching allocator's model.
+#include "profiler/predict/cuda_prediction.h"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "profiler/cli/config_cli.h"
+
+namespace memprof {
+namespace {
+
+constexpr int64_t kMiB = 1 << 20;
+
+RunConfig Preset(const std::string& name, std::vector<std::string> extra = {}) {
+  std::vector<std::string> words = {
+      "--config", MEMPROF_SOURCE_DIR "/configs/" + name + ".ini"};
+  words.insert(words.end(), extra.begin(), extra.end());
+  return ParsePredictArgs(words).config;
+}
+
+// The sequence allocates exactly the tensors live at the predicted peak:
+// its requested bytes then are the CPU prediction's peak, to the byte, and
+// what the allocator adds is rounding, whole blocks and segments.
+TEST(CudaPrediction, RequestsAtThePeakAreThePredictedPeak) {
+  for (const auto& [name, extra] :
+       std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"mlp-tiny", {}},
+           {"gpt-tiny", {}},
+           {"resnet-tiny", {}},
+           {"default", {}},
+           {"gpt2-small", {}},
+           {"gpt-tiny", {"--ddp.gradient_as_bucket_view", "true"}},
+           {"mlp-tiny", {"--train.optimizer", "sgd"}},
+           {"gpt-tiny", {"--world-size", "4"}}}) {
+    const RunConfig config = Preset(name, extra);
+    const Prediction p = Predict(config);
+    const CudaPrediction cuda = PredictOnCuda(p, config);
+    SCOPED_TRACE(name);
+    EXPECT_EQ(cuda.at_peak.requested, p.Peak().Total());
+    EXPECT_GE(cuda.at_peak.allocated, cuda.at_peak.requested);
+    EXPECT_EQ(cuda.at_peak.allocated % 512, 0);
+    EXPECT_LE(cuda.at_peak.allocated + cuda.at_peak.inactive_split,
+              cuda.at_peak.reserved);
+    EXPECT_EQ(cuda.at_peak.reserved % (2 * kMiB), 0);
+    EXPECT_LE(cuda.at_peak.reserved, cuda.peak_reserved);
+  }
+}
+
+// mlp-tiny's tensors are all small (under 1 MiB) and live together in
+// under 2 MiB: one small segment.
+TEST(CudaPrediction, SmallTensorsShareOneSmallSegment) {
+  const RunConfig config = Preset("mlp-tiny");
+  const CudaPrediction cuda = PredictOnCuda(Predict(config), config);
+  EXPECT_EQ(cuda.at_peak.reserved, 2 * kMiB);
+  EXPECT_EQ(cuda.peak_reserved, 2 * kMiB);
+  EXPECT_EQ(cuda.at_peak.inactive_split, 2 * kMiB - cuda.at_peak.allocated);
+}
+
+// A larger micro-batch only adds activations: allocated grows by at least
+// the requested bytes it adds, and reserved never shrinks.
+TEST(CudaPrediction, MoreActivationsNeverReserveLess) {
+  const RunConfig small = Preset("gpt-tiny", {"--micro-batch", "2"});
+  const RunConfig large = Preset("gpt-tiny", {"--micro-batch", "8"});
+  const CudaPrediction a = PredictOnCuda(Predict(small), small);
+  const CudaPrediction b = PredictOnCuda(Predict(large), large);
+  EXPECT_GE(b.at_peak.allocated - a.at_peak.allocated,
+            b.at_peak.requested - a.at_peak.requested - 512 * 64);
+  EXPECT_GE(b.peak_reserved, a.peak_reserved);
+}
+
+}  // namespace
+}  // namespace memprof
