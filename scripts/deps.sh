@@ -79,11 +79,13 @@ memprof_install_deps() {
   memprof_install_torch
 }
 
-# Configures once, then builds incrementally into build/.
+# Configures once (with MEMPROF_CMAKE_ARGS, e.g. -DMEMPROF_CUDA=OFF), then
+# builds incrementally into build/.
 memprof_build() {
   if [ ! -f "$MEMPROF_ROOT/build/CMakeCache.txt" ]; then
+    # shellcheck disable=SC2086  # MEMPROF_CMAKE_ARGS is a list of words
     cmake -S "$MEMPROF_ROOT" -B "$MEMPROF_ROOT/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DCMAKE_PREFIX_PATH="$(memprof_torch_prefix)"
+      -DCMAKE_PREFIX_PATH="$(memprof_torch_prefix)" ${MEMPROF_CMAKE_ARGS:-}
   fi
   cmake --build "$MEMPROF_ROOT/build" -j "$(nproc)"
 }
