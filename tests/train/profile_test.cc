@@ -195,10 +195,15 @@ TEST(Profile, OutOfMemoryKeepsTheStepsBeforeIt) {
   EXPECT_EQ(Sum(r.out_of_memory_bytes), r.capture.out_of_memory.live_bytes);
 }
 
+// The limit sits one set of DDP buckets (4P) above the unlimited run's
+// peak: the step-1 bucket a Gloo worker thread releases late (Note [Late
+// bucket frees]) can add that much to step 2 on a loaded machine, so two
+// runs' whole-run peaks may differ by it (seen once in CI).
 TEST(Profile, LimitAboveThePeakChangesNothing) {
   const RankRun unlimited = RunSolo(TinyConfig());
   const RankRun r =
-      RunSolo(TinyConfig(), unlimited.analysis.run_peak.total_bytes);
+      RunSolo(TinyConfig(), unlimited.analysis.run_peak.total_bytes +
+                                4 * unlimited.parameters);
   EXPECT_FALSE(r.RanOutOfMemory());
   EXPECT_EQ(r.analysis.steady_peak.total_bytes,
             unlimited.analysis.steady_peak.total_bytes);
