@@ -22,6 +22,22 @@ constexpr int64_t kBroadcastBucketBytes = 250 * 1024 * 1024;
 // The rendezvous waits at most this long (or timeout_s when shorter).
 constexpr int64_t kRendezvousTimeoutS = 60;
 
+// Note [Settled collectives]
+// Gloo's worker thread completes a collective's future before it drops its
+// own reference to the work, and so to the work's tensors: the waiting
+// thread runs on, and on a loaded machine allocates for a while, before
+// that buffer is freed (Note [Late bucket frees]). That moved whole-run
+// and step-1 peaks from run to run. memprof therefore runs the Gloo
+// backend with one worker thread and settles the group where a late free
+// would move a figure: after the set-up collectives, and before the
+// Reducer replaces its buckets. Settling waits for a barrier, which that
+// one thread runs only once it has dropped every earlier work. (The
+// backend's own barrier: ProcessGroup::barrier would allocate a one-byte
+// tensor and keep it.)
+void Settle(const c10::intrusive_ptr<c10d::ProcessGroup>& group) {
+  group->getBackend(c10::DeviceType::CPU)->barrier()->wait();
+}
+
 }  // namespace
 
 struct ProcessGroup::Impl {
@@ -61,6 +77,7 @@ ProcessGroup::ProcessGroup(const RankTopology& topology, int64_t timeout_s)
   }
   auto gloo =
       c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(timeout_s));
+  gloo->threads = 1;  // Note [Settled collectives]
   // Local jobs talk over loopback; across machines, Gloo's default device
   // (this host's name, or GLOO_SOCKET_IFNAME) must be reachable by peers.
   const bool local = topology.master_addr == "127.0.0.1" ||
@@ -114,6 +131,7 @@ std::vector<std::string> ProcessGroup::AllGather(const std::string& value) {
 }
 
 struct DdpEngine::Impl {
+  c10::intrusive_ptr<c10d::ProcessGroup> group;
   std::shared_ptr<CommIntervals> comm = std::make_shared<CommIntervals>();
   std::shared_ptr<c10d::Reducer> reducer;
 };
@@ -122,11 +140,13 @@ DdpEngine::DdpEngine(ProcessGroup& group, const DdpConfig& config,
                      const std::vector<torch::Tensor>& params)
     : impl_(std::make_unique<Impl>()) {
   const c10::intrusive_ptr<c10d::ProcessGroup>& pg = group.impl().group;
+  impl_->group = pg;
   {
     torch::NoGradGuard no_grad;
     c10d::verify_params_across_processes(pg, params, c10::nullopt);
     c10d::broadcast_coalesced(pg, params, kBroadcastBucketBytes, /*rank=*/0);
   }
+  Settle(pg);
   const int64_t cap_bytes =
       static_cast<int64_t>(config.bucket_cap_mb * 1024 * 1024);
   const std::vector<bool> sparse(params.size(), false);
@@ -162,6 +182,7 @@ double DdpEngine::CommSecondsBetween(SteadyTime begin, SteadyTime end) const {
 }
 
 bool DdpEngine::PrepareForward() {
+  if (impl_->reducer->should_rebuild_buckets()) Settle(impl_->group);
   impl_->reducer->prepare_for_forward();
   return impl_->reducer->rebuild_buckets();
 }

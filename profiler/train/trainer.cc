@@ -49,8 +49,10 @@ void ZeroGrad(const std::vector<torch::Tensor>& params, bool set_to_none) {
 // After DDP rebuilds its buckets (step 2), the old bucket buffers die when
 // the last reference drops, and a Gloo worker thread keeps one until it
 // loops again after its last all-reduce: on a loaded machine that can be a
-// step later. The steady state starts only after the step in which the
-// last replaced bucket buffer was freed.
+// step later. The DDP engine settles the group before the rebuild (Note
+// [Settled collectives]), which makes the free happen there; the steady
+// state still starts only after the step in which the last replaced
+// bucket buffer was freed, whatever holds it.
 int32_t LastBucketFreeStep(const Capture& capture) {
   int64_t last_free = -1;
   for (const Lifetime& life : capture.lifetimes) {
