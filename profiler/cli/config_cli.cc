@@ -241,12 +241,7 @@ bool ParseRunConfigWords(const std::vector<std::string>& words,
   } catch (const po::error& e) {
     throw InputError(std::string("command line: ") + e.what());
   }
-  if (cli.count("help")) {
-    std::ostringstream text;
-    text << usage << "\n\n" << all;
-    help = text.str();
-    return false;
-  }
+  if (HelpRequested(cli, usage, all, help)) return false;
 
   po::variables_map vm = cli;
   const std::string path =

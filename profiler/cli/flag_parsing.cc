@@ -1,5 +1,6 @@
 #include "profiler/cli/flag_parsing.h"
 
+#include <sstream>
 #include <utility>
 
 #include "profiler/base/errors.h"
@@ -36,6 +37,15 @@ po::options_description GateFlags(CheckOptions& o, GateWords& w) {
       "gate a run whose config differs from the baseline's instead of "
       "refusing it (world size, device, dtype and libtorch must match)");
   return flags;
+}
+
+bool HelpRequested(const po::variables_map& vm, const std::string& usage,
+                   const po::options_description& flags, std::string& help) {
+  if (vm.count("help") == 0) return false;
+  std::ostringstream text;
+  text << usage << "\n\n" << flags;
+  help = text.str();
+  return true;
 }
 
 bool Given(const po::variables_map& vm, const char* name) {

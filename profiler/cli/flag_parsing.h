@@ -40,6 +40,13 @@ boost::program_options::variables_map ParseFlags(
     const boost::program_options::options_description& flags,
     const std::string& command);
 
+// With --help given: `help` becomes "USAGE\n\nFLAGS" and the result is
+// true. Otherwise false, `help` untouched.
+bool HelpRequested(const boost::program_options::variables_map& vm,
+                   const std::string& usage,
+                   const boost::program_options::options_description& flags,
+                   std::string& help);
+
 // InputError "COMMAND: --FLAG WHAT is required" unless the flag is given and
 // not empty.
 void Require(const boost::program_options::variables_map& vm, const char* flag,

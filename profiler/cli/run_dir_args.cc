@@ -20,15 +20,14 @@ CheckArgs ParseCheckArgs(const std::vector<std::string>& words) {
       "run directory: the --out of memprof profile");
   flags.add(GateFlags(args.check, gate));
   const po::variables_map vm = ParseFlags(words, flags, "check");
-  if (vm.count("help")) {
-    std::ostringstream text;
-    text << "usage: memprof check --baseline FILE --run DIR [--tolerance 1%] "
-            "[--tolerance KEY=VALUE ...] [--markdown FILE] [--strict]\n"
-            "exit codes: 0 within tolerance, 1 regressed (or improved with "
-            "--strict), 2 bad input or context mismatch\n\n"
-         << flags;
+  if (HelpRequested(vm,
+                    "usage: memprof check --baseline FILE --run DIR "
+                    "[--tolerance 1%] [--tolerance KEY=VALUE ...] [--markdown "
+                    "FILE] [--strict]\n"
+                    "exit codes: 0 within tolerance, 1 regressed (or improved "
+                    "with --strict), 2 bad input or context mismatch",
+                    flags, args.help_text)) {
     args.help = true;
-    args.help_text = text.str();
     return args;
   }
   Require(vm, "baseline", "check", "FILE");
@@ -49,13 +48,11 @@ BaselineArgs ParseBaselineArgs(const std::vector<std::string>& words) {
       "KEY=P% or KEY=N (bytes): a tolerance kept in the baseline; "
       "repeatable");
   const po::variables_map vm = ParseFlags(words, flags, "baseline");
-  if (vm.count("help")) {
-    std::ostringstream text;
-    text << "usage: memprof baseline --run DIR --out FILE "
-            "[--tolerance KEY=VALUE ...]\n\n"
-         << flags;
+  if (HelpRequested(vm,
+                    "usage: memprof baseline --run DIR --out FILE "
+                    "[--tolerance KEY=VALUE ...]",
+                    flags, args.help_text)) {
     args.help = true;
-    args.help_text = text.str();
     return args;
   }
   Require(vm, "run", "baseline", "DIR");
@@ -80,14 +77,12 @@ ReportArgs ParseReportArgs(const std::vector<std::string>& words) {
       "run directory: the --out of memprof profile (or a copy of its "
       "rank-<r>.json files)");
   const po::variables_map vm = ParseFlags(words, flags, "report");
-  if (vm.count("help")) {
-    std::ostringstream text;
-    text << "usage: memprof report --run DIR\n\n"
-            "Renders DIR/report.md, report.html and trace.json again from "
-            "DIR/rank-<r>.json alone.\n\n"
-         << flags;
+  if (HelpRequested(vm,
+                    "usage: memprof report --run DIR\n\n"
+                    "Renders DIR/report.md, report.html and trace.json again "
+                    "from DIR/rank-<r>.json alone.",
+                    flags, args.help_text)) {
     args.help = true;
-    args.help_text = text.str();
     return args;
   }
   Require(vm, "run", "report", "DIR");
