@@ -99,6 +99,14 @@ struct CudaAllocatorFigures {
   int64_t inactive_split = 0;  // Note [Inactive split]
 };
 
+// A sequence of blocks replayed through the model (a run's, in
+// profiler/capture/cuda_replay.h; a rank report's `cuda_replay`).
+struct CudaReplay {
+  CudaAllocatorFigures at_allocated_peak;  // the four figures then
+  int64_t peak_reserved = 0;
+  int64_t segments = 0;  // reserved when the replay ends
+};
+
 class CudaAllocatorModel {
  public:
   // Mirror mode: the real allocator's events, at its addresses (its trace).

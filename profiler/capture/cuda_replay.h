@@ -14,12 +14,6 @@
 
 namespace memprof {
 
-struct CudaReplay {
-  CudaAllocatorFigures at_allocated_peak;  // the four figures then
-  int64_t peak_reserved = 0;
-  int64_t segments = 0;  // reserved when the replay ends
-};
-
 CudaReplay ReplayOnCudaAllocator(const std::vector<Lifetime>& lifetimes);
 
 }  // namespace memprof

@@ -111,13 +111,14 @@ Json OutOfMemoryJson(const std::optional<OutOfMemoryFigures>& oom) {
               {"fit", FitJson(oom->fit)}};
 }
 
-Json CudaReplayJson(const std::optional<CudaReplayFigures>& replay) {
+Json CudaReplayJson(const std::optional<CudaReplay>& replay) {
   if (!replay) return nullptr;
-  return Json{{"requested_bytes", replay->requested_bytes},
-              {"allocated_bytes", replay->allocated_bytes},
-              {"reserved_bytes", replay->reserved_bytes},
-              {"inactive_split_bytes", replay->inactive_split_bytes},
-              {"peak_reserved_bytes", replay->peak_reserved_bytes},
+  const CudaAllocatorFigures& at = replay->at_allocated_peak;
+  return Json{{"requested_bytes", at.requested},
+              {"allocated_bytes", at.allocated},
+              {"reserved_bytes", at.reserved},
+              {"inactive_split_bytes", at.inactive_split},
+              {"peak_reserved_bytes", replay->peak_reserved},
               {"segments", replay->segments}};
 }
 

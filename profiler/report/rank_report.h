@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profiler/base/category.h"
+#include "profiler/base/cuda_allocator_model.h"
 #include "profiler/base/run_config.h"
 #include "profiler/predict/fit.h"
 
@@ -136,19 +137,6 @@ struct OutOfMemoryFigures {
   FitAnswer fit;          // Fit(config, limit_bytes)
 };
 
-// cuda_replay (since memprof.rank/1.1): this run's blocks replayed through
-// a model of the CUDA caching allocator (profiler/capture/cuda_replay.h),
-// what the same allocations would cost on a GPU: the allocator's four
-// figures at the replay's allocated peak, and its peak reserved bytes.
-struct CudaReplayFigures {
-  int64_t requested_bytes = 0;
-  int64_t allocated_bytes = 0;
-  int64_t reserved_bytes = 0;
-  int64_t inactive_split_bytes = 0;
-  int64_t peak_reserved_bytes = 0;
-  int64_t segments = 0;  // reserved when the run ended
-};
-
 struct HookFigures {
   bool installed = true;  // false: --no-hook, step times only
   int64_t allocations = 0;
@@ -176,7 +164,10 @@ struct RankReport {
   std::vector<TimelineSegment> timeline;
   LiveSeries series;
   HookFigures hook;
-  std::optional<CudaReplayFigures> cuda_replay;  // absent: --no-hook, or 1.0
+  // cuda_replay (since memprof.rank/1.1): this run's blocks replayed through
+  // the CUDA caching allocator's model (profiler/capture/cuda_replay.h),
+  // what the same allocations would cost on a GPU. Absent: --no-hook, 1.0.
+  std::optional<CudaReplay> cuda_replay;
 
   const CategoryFigures& Of(Category c) const { return categories[Index(c)]; }
 };

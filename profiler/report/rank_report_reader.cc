@@ -43,7 +43,7 @@ class RankReportReader {
     out.hook = Hook(r_.Object(doc, "", "hook"));
     if (const auto replay = doc.find("cuda_replay");  // since 1.1
         replay != doc.end() && !replay->is_null()) {
-      out.cuda_replay = CudaReplay(r_.Object(doc, "", "cuda_replay"));
+      out.cuda_replay = Replay(r_.Object(doc, "", "cuda_replay"));
     }
     return out;
   }
@@ -98,7 +98,7 @@ class RankReportReader {
   std::vector<TimelineSegment> Timeline(const Json& timeline) const;
   LiveSeries Series(const Json& series) const;
   HookFigures Hook(const Json& hook) const;
-  CudaReplayFigures CudaReplay(const Json& replay) const;
+  CudaReplay Replay(const Json& replay) const;
 
   JsonReader r_;
 };
@@ -389,14 +389,15 @@ LiveSeries RankReportReader::Series(const Json& series) const {
   return out;
 }
 
-CudaReplayFigures RankReportReader::CudaReplay(const Json& replay) const {
-  CudaReplayFigures out;
+CudaReplay RankReportReader::Replay(const Json& replay) const {
+  CudaReplay out;
   const char* where = "cuda_replay";
-  out.requested_bytes = r_.Bytes(replay, where, "requested_bytes");
-  out.allocated_bytes = r_.Bytes(replay, where, "allocated_bytes");
-  out.reserved_bytes = r_.Bytes(replay, where, "reserved_bytes");
-  out.inactive_split_bytes = r_.Bytes(replay, where, "inactive_split_bytes");
-  out.peak_reserved_bytes = r_.Bytes(replay, where, "peak_reserved_bytes");
+  CudaAllocatorFigures& at = out.at_allocated_peak;
+  at.requested = r_.Bytes(replay, where, "requested_bytes");
+  at.allocated = r_.Bytes(replay, where, "allocated_bytes");
+  at.reserved = r_.Bytes(replay, where, "reserved_bytes");
+  at.inactive_split = r_.Bytes(replay, where, "inactive_split_bytes");
+  out.peak_reserved = r_.Bytes(replay, where, "peak_reserved_bytes");
   out.segments = r_.Bytes(replay, where, "segments");
   return out;
 }

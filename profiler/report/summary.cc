@@ -178,14 +178,14 @@ std::string FormatStepTimes(const RankReport& rank) {
   return line;
 }
 
-std::string CudaReplaySentence(const CudaReplayFigures& replay) {
+std::string CudaReplaySentence(const CudaReplay& replay) {
+  const CudaAllocatorFigures& at = replay.at_allocated_peak;
   return "the CUDA caching allocator, modelled, would allocate at most " +
-         HumanBytes(replay.allocated_bytes) + " (" +
-         HumanBytes(replay.requested_bytes) + " requested, rounded up), " +
-         "reserving " + HumanBytes(replay.reserved_bytes) + " then (" +
-         HumanBytes(replay.inactive_split_bytes) +
+         HumanBytes(at.allocated) + " (" + HumanBytes(at.requested) +
+         " requested, rounded up), reserving " + HumanBytes(at.reserved) +
+         " then (" + HumanBytes(at.inactive_split) +
          " of it free in split segments) and " +
-         HumanBytes(replay.peak_reserved_bytes) + " at most";
+         HumanBytes(replay.peak_reserved) + " at most";
 }
 
 std::string CudaSentence(const CudaContext& cuda) {

@@ -48,7 +48,7 @@ nlohmann::ordered_json SummaryJson(const std::vector<RankReport>& ranks);
 // "the CUDA caching allocator, modelled, would allocate at most 3.85 MiB
 // (3.83 MiB requested, rounded up), reserving 4.00 MiB then (156 KiB of it
 // free in split segments) and 4.00 MiB at most": a run replayed on a GPU.
-std::string CudaReplaySentence(const CudaReplayFigures& replay);
+std::string CudaReplaySentence(const CudaReplay& replay);
 
 // "CUDA built in, no GPU here: no NVIDIA driver (libcuda.so.1 not found)"
 std::string CudaSentence(const CudaContext& cuda);

@@ -157,13 +157,7 @@ RankReport ReportOf(const RankRun& run) {
   r.series = SeriesOf(a);
   r.hook = {run.hooked,    a.allocations,           a.total.allocated,
             a.total.freed, run.ownership_not_found, run.ownership_conflicts};
-  if (run.hooked) {
-    const CudaReplay replay = ReplayOnCudaAllocator(run.capture.lifetimes);
-    const CudaAllocatorFigures& at = replay.at_allocated_peak;
-    r.cuda_replay = CudaReplayFigures{at.requested,         at.allocated,
-                                      at.reserved,          at.inactive_split,
-                                      replay.peak_reserved, replay.segments};
-  }
+  if (run.hooked) r.cuda_replay = ReplayOnCudaAllocator(run.capture.lifetimes);
   return r;
 }
 

@@ -149,7 +149,7 @@ TEST(RankReportReader, CudaReplayIsReadSinceSchemaOnePointOne) {
       {"peak_reserved_bytes", 2097152}, {"segments", 1}};
   const RankReport report = RankReportFromJson(doc, "r0.json");
   ASSERT_TRUE(report.cuda_replay.has_value());
-  EXPECT_EQ(report.cuda_replay->allocated_bytes, 1024);
+  EXPECT_EQ(report.cuda_replay->at_allocated_peak.allocated, 1024);
   EXPECT_EQ(ToJson(report)["cuda_replay"], doc["cuda_replay"]);
   doc["cuda_replay"]["reserved_bytes"] = -1;
   EXPECT_NE(InputErrorOf([&] {

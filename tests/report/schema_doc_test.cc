@@ -43,7 +43,7 @@ void CollectKeys(const Json& node, std::set<std::string>& keys) {
 std::set<std::string> EmittedKeys() {
   RankReport report = ReadRankReport(kFixture);
   report.out_of_memory = OutOfMemoryFigures{};
-  report.cuda_replay = CudaReplayFigures{};
+  report.cuda_replay = CudaReplay{};
   std::set<std::string> keys;
   for (const char* model : {"mlp", "gpt", "resnet"}) {
     report.context.config.model = model;
