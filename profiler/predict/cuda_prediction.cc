@@ -54,13 +54,13 @@ class Sequence {
 CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
   const SizeTable& table = p.table;
   const bool adam = config.train.optimizer != "sgd";
-  const bool buckets = !config.ddp.gradient_as_bucket_view;
+  // With gradient_as_bucket_view the gradients are views of the buckets.
+  const bool own_gradients = !config.ddp.gradient_as_bucket_view;
   const int64_t param_bytes = table.Bytes(RowKind::kParameter);
   const int64_t largest = table.LargestParameterBytes();
   Sequence s;
   s.AllocRows(table, RowKind::kParameter);
   s.AllocRows(table, RowKind::kBuffer);
-  // With gradient_as_bucket_view the gradients are the bucket views.
   std::vector<uint64_t> bucket{s.Alloc(param_bytes)};
   std::vector<uint64_t> gradients, state;
   CudaAllocatorFigures early_backward, optimizer_step;
@@ -76,7 +76,7 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
     const std::vector<uint64_t> saved = s.AllocRows(table, RowKind::kSaved);
     const std::vector<uint64_t> workspace =
         s.AllocRows(table, RowKind::kWorkspace);
-    if (step == 1 && buckets) {
+    if (step == 1 && own_gradients) {
       gradients = s.AllocRows(table, RowKind::kParameter);
     }
     early_backward = s.model().now();
