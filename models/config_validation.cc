@@ -100,6 +100,20 @@ void ValidateRunConfig(const RunConfig& c) {
     throw ConfigError("train.dtype", "unsupported dtype '" + c.train.dtype +
                                          "'; supported: float32");
   }
+  if (c.train.device != "cpu" && c.train.device != "cuda") {
+    throw ConfigError("train.device", "unknown device '" + c.train.device +
+                                          "'; known: cpu, cuda");
+  }
+  if (!c.ddp.backend.empty() && c.ddp.backend != "gloo" &&
+      c.ddp.backend != "nccl") {
+    throw ConfigError("ddp.backend", "unknown backend '" + c.ddp.backend +
+                                         "'; known: gloo, nccl");
+  }
+  if (c.ddp.backend == "nccl" && c.train.device != "cuda") {
+    throw ConfigError("ddp.backend",
+                      "ddp.backend nccl needs train.device cuda (NCCL "
+                      "reduces GPU tensors only); use gloo on cpu");
+  }
   if (c.model == "resnet") ValidateResnet(c.resnet, MicroBatch(c));
 }
 

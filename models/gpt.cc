@@ -72,13 +72,15 @@ GptImpl::GptImpl(const GptConfig& c) : dropout_(c.dropout) {
 
 torch::Tensor GptImpl::forward(const torch::Tensor& token_ids) {
   const int64_t t = token_ids.size(1);
-  torch::Tensor x = wte_(token_ids) + wpe_(torch::arange(t, torch::kLong));
+  // Positions and the mask on the tokens' device.
+  const auto on = token_ids.options();
+  torch::Tensor x = wte_(token_ids) + wpe_(torch::arange(t, on));
   if (dropout_ > 0) {
     x = F::dropout(x,
                    F::DropoutFuncOptions().p(dropout_).training(is_training()));
   }
   const torch::Tensor causal_mask =
-      torch::ones({t, t}, torch::kBool).triu(/*diagonal=*/1);
+      torch::ones({t, t}, on.dtype(torch::kBool)).triu(/*diagonal=*/1);
   for (const auto& block : *h_) {
     x = block->as<GptBlock>()->forward(x, causal_mask);
   }

@@ -144,6 +144,11 @@ class CudaAllocatorModel {
     return at_allocated_peak_;
   }
   int64_t peak_reserved() const { return peak_reserved_; }
+  // Peaks from now on (as the allocator's resetPeakStats).
+  void ResetPeaks() {
+    at_allocated_peak_ = now_;
+    peak_reserved_ = now_.reserved;
+  }
   int64_t segment_count() const {
     return static_cast<int64_t>(segments_.size());
   }

@@ -8,6 +8,11 @@ int64_t MicroBatch(const RunConfig& c) {
                                   : c.train.micro_batch;
 }
 
+std::string DdpBackend(const RunConfig& c) {
+  if (!c.ddp.backend.empty()) return c.ddp.backend;
+  return c.train.device == "cuda" ? "nccl" : "gloo";
+}
+
 namespace {
 
 nlohmann::json ModelSectionJson(const RunConfig& c) {
@@ -43,13 +48,15 @@ nlohmann::json ToJson(const RunConfig& c) {
         {"optimizer", c.train.optimizer},
         {"lr", c.train.lr},
         {"dtype", c.train.dtype},
+        {"device", c.train.device},
         {"zero_grad_set_to_none", c.train.zero_grad_set_to_none},
         {"seed", c.train.seed}}},
       {"ddp",
        {{"world_size", c.ddp.world_size},
         {"bucket_cap_mb", c.ddp.bucket_cap_mb},
         {"gradient_as_bucket_view", c.ddp.gradient_as_bucket_view},
-        {"timeout_s", c.ddp.timeout_s}}},
+        {"timeout_s", c.ddp.timeout_s},
+        {"backend", DdpBackend(c)}}},
   };
 }
 

@@ -43,6 +43,7 @@ struct TrainConfig {
   std::string optimizer = "adam";  // adam | adamw | sgd
   double lr = 1e-3;
   std::string dtype = "float32";
+  std::string device = "cpu";  // cpu | cuda (local rank r on cuda:r)
   bool zero_grad_set_to_none = false;
   int64_t seed = 0;  // rank r draws its data from seed + r
 };
@@ -52,6 +53,8 @@ struct DdpConfig {
   double bucket_cap_mb = 25;
   bool gradient_as_bucket_view = false;
   int64_t timeout_s = 300;
+  // gloo | nccl; "" takes the device's default (DdpBackend).
+  std::string backend;
 };
 
 struct RunConfig {
@@ -68,6 +71,9 @@ inline constexpr const char* kKnownModels = "mlp, gpt, resnet";
 
 // Micro-batch per rank: train.global_batch / world_size when set.
 int64_t MicroBatch(const RunConfig& config);
+
+// The collective backend: ddp.backend, or nccl on cuda and gloo on cpu.
+std::string DdpBackend(const RunConfig& config);
 
 // Every key with its value, as written in the report's context.
 nlohmann::json ToJson(const RunConfig& config);

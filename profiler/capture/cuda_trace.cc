@@ -19,9 +19,10 @@ void CudaTrace::Apply(const Entry& entry) {
         mirror_.SegmentFree(address);
         break;
       case Entry::ALLOC: {
-        const int64_t block = mirror_.Alloc(address, bytes);
+        mirror_.Alloc(address, bytes);
         // No limit is set on a CUDA run's tracker: the device refuses.
-        tracker_.RecordAlloc(reinterpret_cast<void*>(address), block);
+        tracker_.RecordAlloc(reinterpret_cast<void*>(address),
+                             CudaRoundSize(bytes));
         break;
       }
       case Entry::FREE_REQUESTED:
@@ -37,6 +38,7 @@ void CudaTrace::Apply(const Entry& entry) {
           out_of_memory_ = {true, bytes, static_cast<int64_t>(address),
                             mirror_.now()};
         }
+        tracker_.RecordRefusal(bytes, limit_bytes_);
         break;
       case Entry::SEGMENT_MAP:
       case Entry::SEGMENT_UNMAP:
@@ -52,6 +54,16 @@ void CudaTrace::Apply(const Entry& entry) {
 
 void CudaTrace::Mismatch(const std::string& what) {
   if (mismatches_++ == 0) first_mismatch_ = what;
+}
+
+void CudaTrace::SetLimit(int64_t limit_bytes) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  limit_bytes_ = limit_bytes;
+}
+
+void CudaTrace::ResetPeaks() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  mirror_.ResetPeaks();
 }
 
 CudaAllocatorFigures CudaTrace::Now() const {

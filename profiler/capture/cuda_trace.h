@@ -5,17 +5,20 @@
 // under its own lock, on the allocating thread. CudaTrace turns each entry
 // into what memprof records:
 //   SEGMENT_ALLOC / SEGMENT_FREE  a segment of the mirror (reserved bytes)
-//   ALLOC                         a block: its allocated size is the mirror's
-//                                 (rounding and the split rule; the entry
-//                                 carries only the request), recorded in the
-//                                 MemoryTracker as on CPU, so attribution
-//                                 (ownership, then the phase rule) is the
-//                                 CPU code
+//   ALLOC                         a block: the mirror finds its allocated
+//                                 size (rounding and the split rule; the
+//                                 entry carries only the request); the
+//                                 MemoryTracker records it at the request
+//                                 rounded to 512 B, as on CPU, so
+//                                 attribution (ownership, then the phase
+//                                 rule) is the CPU code
 //   FREE_REQUESTED                the block leaves the tracker and the
 //                                 allocated bytes (as the allocator's own
 //                                 allocated_bytes statistic does)
 //   FREE_COMPLETED                the block is free in the mirror and merges
-//   OOM                           the refusal: request and device free bytes
+//   OOM                           the refusal: request and device free
+//                                 bytes, and the tracker's refusal (its
+//                                 breakdown at the failure)
 //   SEGMENT_MAP / SEGMENT_UNMAP   expandable segments, not modelled: counted
 //                                 as a mismatch
 // Inside the callback nothing calls PyTorch or allocates through c10 (the
@@ -24,6 +27,15 @@
 // A mirror that disagrees with an entry (a block where none can start) is
 // not thrown from the callback: it is counted and the first one is kept,
 // for the report's self-check.
+//
+// Note [Rounded categories]
+// Categories count each block at its rounded request, not at its allocated
+// size: a block the allocator did not split (Note [Split rule]) holds up to
+// 1 MiB more, and which blocks those are depends on what the cache held at
+// that moment. The rounded request is what the tensor itself takes, known
+// to the byte from its size (weights, gradients and Adam state are
+// predicted exactly); the blocks' extra bytes are in the allocator rows
+// (allocated minus the categories' sum).
 #pragma once
 
 #include <cstdint>
@@ -52,6 +64,12 @@ class CudaTrace {
   // One entry, as the allocator's trace tracker receives it.
   void Apply(const c10::CachingDeviceAllocator::TraceEntry& entry);
 
+  // The allocator's memory limit (its memory fraction of the device), for
+  // the tracker's refusal at an OOM entry; 0: none.
+  void SetLimit(int64_t limit_bytes);
+  // Peaks from now on, as the allocator's resetPeakStats.
+  void ResetPeaks();
+
   CudaAllocatorFigures Now() const;
   CudaAllocatorFigures AtAllocatedPeak() const;
   int64_t PeakReserved() const;
@@ -67,6 +85,7 @@ class CudaTrace {
   mutable std::mutex mutex_;  // guards everything below
   CudaAllocatorModel mirror_;
   CudaOutOfMemory out_of_memory_;
+  int64_t limit_bytes_ = 0;
   int64_t mismatches_ = 0;
   std::string first_mismatch_;
 };

@@ -161,7 +161,7 @@ bool MemoryTracker::RecordAlloc(void* ptr, int64_t bytes) {
   std::lock_guard<SpinLock> guard(lock_);
   if (limit_bytes_ != 0 && logging_ &&
       session_current_ + bytes > limit_bytes_) {
-    RefuseLocked(bytes);
+    RefuseLocked(bytes, limit_bytes_);
     return false;
   }
   Insert(Slot{ptr, seq_++, Tag(bytes, Category::kPending, 0)});
@@ -172,12 +172,17 @@ bool MemoryTracker::RecordAlloc(void* ptr, int64_t bytes) {
   return true;
 }
 
-void MemoryTracker::RefuseLocked(int64_t bytes) {
+void MemoryTracker::RecordRefusal(int64_t bytes, int64_t limit_bytes) {
+  std::lock_guard<SpinLock> guard(lock_);
+  if (logging_) RefuseLocked(bytes, limit_bytes);
+}
+
+void MemoryTracker::RefuseLocked(int64_t bytes, int64_t limit_bytes) {
   const int64_t seq = seq_++;
   if (out_of_memory_.seq >= 0) return;  // the first refusal is the failure
   const PhaseMark& now = marks_.back();
-  out_of_memory_ = OutOfMemory{seq,          bytes,     session_current_,
-                               limit_bytes_, now.phase, now.step};
+  out_of_memory_ = OutOfMemory{seq,         bytes,     session_current_,
+                               limit_bytes, now.phase, now.step};
   if (now.phase == Phase::kForward) {
     ResolvePendingSinceLocked(now.seq, Category::kActivations);
   }

@@ -119,6 +119,10 @@ class MemoryTracker {
   // refusal (Note [Memory limit]); the caller gives the block back.
   bool RecordAlloc(void* ptr, int64_t bytes);
   void RecordFree(void* ptr);  // `ptr` must be live
+  // A device allocator refused `bytes` under its own limit of
+  // `limit_bytes` (a CUDA run's memory fraction): recorded as the memory
+  // limit's refusal is (Note [Memory limit]). In a session only.
+  void RecordRefusal(int64_t bytes, int64_t limit_bytes);
 
   // Starts recording lifetimes; blocks allocated before are left out of the
   // session's figures. Discards what an earlier session left.
@@ -204,7 +208,7 @@ class MemoryTracker {
   void Grow();
   static void Retag(Slot& slot, Category to, uint8_t add_flags = 0);
   int64_t ResolvePendingSinceLocked(int64_t seq, Category category);
-  void RefuseLocked(int64_t bytes);
+  void RefuseLocked(int64_t bytes, int64_t limit_bytes);
 
   std::vector<PhaseMark> marks_;                      // loop thread only
   std::chrono::steady_clock::time_point begin_time_;  // loop thread only

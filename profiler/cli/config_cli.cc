@@ -52,13 +52,17 @@ po::options_description ConfigKeys(RunConfig& c) {
       "train.zero_grad_set_to_none", po::value(&c.train.zero_grad_set_to_none),
       "free gradients after each step instead of zeroing them")(
       "train.seed", po::value(&c.train.seed), "random seed")(
+      "train.device", po::value(&c.train.device),
+      "cpu | cuda (local rank r trains on GPU r)")(
       "ddp.world_size", po::value(&c.ddp.world_size), "number of ranks")(
       "ddp.bucket_cap_mb", po::value(&c.ddp.bucket_cap_mb),
       "DDP bucket size in MiB")("ddp.gradient_as_bucket_view",
                                 po::value(&c.ddp.gradient_as_bucket_view),
                                 "gradients are views into the DDP buckets")(
       "ddp.timeout_s", po::value(&c.ddp.timeout_s),
-      "collective timeout in seconds");
+      "collective timeout in seconds")(
+      "ddp.backend", po::value(&c.ddp.backend),
+      "gloo | nccl (default: nccl on cuda, gloo on cpu)");
   return keys;
 }
 

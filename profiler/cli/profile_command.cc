@@ -8,6 +8,8 @@
 #include "profiler/base/atomic_file.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/rank_env.h"
+#include "profiler/capture/cuda_backend.h"
+#include "profiler/capture/cuda_device.h"
 #include "profiler/capture/memory_snapshot.h"
 #include "profiler/cli/launcher.h"
 #include "profiler/gate/gate_run.h"
@@ -33,12 +35,13 @@ void Write(const fs::path& path, const std::string& text) {
 
 // The single-rank job of a plain `memprof profile`: a group of one on a
 // free loopback port.
-std::unique_ptr<ProcessGroup> SoloGroup(int64_t timeout_s) {
+std::unique_ptr<ProcessGroup> SoloGroup(int64_t timeout_s,
+                                        const GroupBackend& backend) {
   for (int attempt = 1;; ++attempt) {
     RankTopology solo;
     solo.master_port = FreeLocalPort();
     try {
-      return std::make_unique<ProcessGroup>(solo, timeout_s);
+      return std::make_unique<ProcessGroup>(solo, timeout_s, backend);
     } catch (const PortBusy&) {
       if (attempt == kPortAttempts) throw;
     }
@@ -76,19 +79,61 @@ void RenderAll(std::vector<RankReport> ranks, const std::string& out_dir) {
   }
 }
 
+// A run on a GPU needs one, and NCCL needs one GPU per local rank (it
+// refuses two ranks on one device); Gloo can share a GPU between ranks.
+// Exit 2 otherwise, before any training.
+void CheckDevices(const RunConfig& config, int local_ranks) {
+  if (config.train.device != "cuda") return;
+  const CudaDeviceStatus& cuda = ProbeCudaDevice();
+  if (!cuda.available) {
+    throw InputError("--train.device cuda: no GPU to train on (" +
+                     cuda.status + "); use --train.device cpu");
+  }
+  if (DdpBackend(config) == "nccl" && local_ranks > cuda.devices) {
+    throw InputError(
+        "--ddp.backend nccl: " + std::to_string(local_ranks) +
+        " ranks on this machine but " + std::to_string(cuda.devices) +
+        " GPU(s), and NCCL runs one rank per GPU; use --ddp.backend gloo "
+        "(ranks share the GPUs, reducing through host memory) or at most " +
+        std::to_string(cuda.devices) + " ranks per machine");
+  }
+}
+
+// The GPU of local rank `local_rank`: its own, or shared round-robin
+// under Gloo.
+GroupBackend BackendOf(const RunConfig& config, int local_rank) {
+  GroupBackend backend;
+  backend.backend = DdpBackend(config);
+  backend.cuda = config.train.device == "cuda";
+  if (!backend.cuda) return backend;
+  const int devices = ProbeCudaDevice().devices;
+  if (backend.backend == "nccl" && local_rank >= devices) {
+    throw InputError("--ddp.backend nccl: LOCAL_RANK=" +
+                     std::to_string(local_rank) + " but this machine has " +
+                     std::to_string(devices) +
+                     " GPU(s), and NCCL runs one rank per GPU; start at most " +
+                     std::to_string(devices) +
+                     " ranks per machine, or use --ddp.backend gloo");
+  }
+  backend.device = local_rank % devices;
+  return backend;
+}
+
 // Returns every rank's report (rank 0) or nothing (other ranks).
 std::vector<RankReport> RunThisRank(const RunConfig& config,
                                     const std::string& out_dir,
-                                    ProcessGroup& group, bool no_hook,
+                                    ProcessGroup& group,
+                                    const GroupBackend& backend, bool no_hook,
                                     int64_t memory_limit_bytes) {
-  const RankRun run = RunRank(config, group, memory_limit_bytes);
+  const RankRun run = RunRank(config, group, memory_limit_bytes,
+                              backend.device, /*cuda_hook=*/!no_hook);
   if (!run.hooked && !no_hook) {
     throw RunFailure("the allocator hook is not installed");  // a bug
   }
   RankReport report = ReportOf(run);
   const std::string rank_json = ToJson(report).dump(2) + "\n";
   Write(RankReportPath(out_dir, group.rank()), rank_json);
-  if (!no_hook) {
+  if (!no_hook && !run.cuda) {
     Write(fs::path(out_dir) /
               ("snapshot-" + std::to_string(group.rank()) + ".json"),
           MemorySnapshotJson(run.capture, group.rank()).dump() + "\n");
@@ -137,6 +182,8 @@ int RunProfileCommand(const ProfileArgs& args) {
   if (!args.check.baseline_path.empty() && checker) {
     baseline = LoadBaseline(args.check.baseline_path);
   }
+  CheckDevices(config,
+               topology ? 1 : static_cast<int>(config.ddp.world_size));
   if (!topology && config.ddp.world_size > 1) {
     CreateOutputDirectory("--out", args.out_dir);  // before any training
     const int code = LaunchLocalRanks(static_cast<int>(config.ddp.world_size),
@@ -155,20 +202,23 @@ int RunProfileCommand(const ProfileArgs& args) {
     }
   }
   CreateOutputDirectory("--out", args.out_dir);  // before any training
+  const GroupBackend backend = BackendOf(config, topology ? topology->local_rank : 0);
+  if (backend.cuda) SelectCudaDevice(backend.device);  // before NCCL
   std::unique_ptr<ProcessGroup> group;
   if (topology) {
     try {
-      group = std::make_unique<ProcessGroup>(*topology, config.ddp.timeout_s);
+      group = std::make_unique<ProcessGroup>(*topology, config.ddp.timeout_s,
+                                             backend);
     } catch (const PortBusy& e) {
       if (topology->launched_by_memprof) return kExitPortBusy;
       throw RunFailure(std::string(e.what()) + "; choose another MASTER_PORT");
     }
   } else {
-    group = SoloGroup(config.ddp.timeout_s);
+    group = SoloGroup(config.ddp.timeout_s, backend);
   }
   std::vector<RankReport> reports;
   try {
-    reports = RunThisRank(config, args.out_dir, *group, args.no_hook,
+    reports = RunThisRank(config, args.out_dir, *group, backend, args.no_hook,
                           args.memory_limit_bytes);
   } catch (...) {
     group->Abandon();  // peers may be gone: do not wait for them in teardown

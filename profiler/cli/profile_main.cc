@@ -12,22 +12,8 @@
 #include "profiler/cli/config_cli.h"
 #include "profiler/cli/profile_command.h"
 
-namespace {
-
-// `--no-hook` times training without the hook.
-bool WithoutHook(const std::vector<std::string>& words) {
-  for (const std::string& word : words) {
-    if (word == "--no-hook") return true;
-  }
-  return false;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   const std::vector<std::string> words(argv + 1, argv + argc);
-  // Before anything can make a tensor: every block must be seen.
-  if (!WithoutHook(words)) memprof::InstallCpuHook();
   return memprof::RunWithExitCodes([&] {
     if (words.empty() || words[0] != "profile") {
       throw memprof::InputError(
@@ -39,6 +25,12 @@ int main(int argc, char** argv) {
     if (args.help) {
       std::cout << args.help_text;
       return memprof::kExitOk;
+    }
+    // Before anything can make a tensor: every block must be seen. A run
+    // on a GPU measures through the CUDA allocator's trace instead
+    // (--no-hook: neither).
+    if (!args.no_hook && args.config.train.device == "cpu") {
+      memprof::InstallCpuHook();
     }
     return memprof::RunProfileCommand(args);
   });

@@ -16,7 +16,8 @@ constexpr const char* kAbsent = "(absent)";
 
 // Config keys reported as their own context keys.
 bool SkippedConfigKey(const std::string& key) {
-  return key == "source" || key == "ddp.world_size" || key == "train.dtype";
+  return key == "source" || key == "ddp.world_size" || key == "train.dtype" ||
+         key == "train.device" || key == "ddp.backend";
 }
 
 std::string Text(const Json& value) {

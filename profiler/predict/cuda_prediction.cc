@@ -6,28 +6,6 @@
 namespace memprof {
 namespace {
 
-// As the Reducer's rebuild: parameters in reverse order (gradients become
-// ready roughly so), a bucket closing once it holds at least its cap.
-std::vector<int64_t> RebuiltBuckets(const SizeTable& table,
-                                    const RunConfig& config) {
-  constexpr int64_t kFirstBucketBytes = 1 << 20;
-  const auto cap = static_cast<int64_t>(config.ddp.bucket_cap_mb * (1 << 20));
-  std::vector<int64_t> buckets;
-  int64_t open = 0;
-  for (auto row = table.rows.rbegin(); row != table.rows.rend(); ++row) {
-    if (row->kind != RowKind::kParameter) continue;
-    open += row->Bytes();
-    const int64_t limit =
-        buckets.empty() ? std::min(kFirstBucketBytes, cap) : cap;
-    if (open >= limit) {
-      buckets.push_back(open);
-      open = 0;
-    }
-  }
-  if (open > 0) buckets.push_back(open);
-  return buckets;
-}
-
 class Sequence {
  public:
   std::vector<uint64_t> AllocRows(const SizeTable& table, RowKind kind,

@@ -1,5 +1,9 @@
 #include "profiler/predict/prediction.h"
 
+#include <algorithm>
+
+#include "profiler/base/cuda_allocator_model.h"
+
 namespace memprof {
 namespace {
 
@@ -9,7 +13,59 @@ int64_t OptimizerStateMultiplier(const TrainConfig& train) {
   return train.optimizer == "sgd" ? 0 : 2;
 }
 
+// Note [Predicted on a GPU]
+// With train.device cuda every tensor takes its request rounded to the
+// caching allocator's 512 B (Note [Rounded categories]): each row of the
+// table is one tensor, so each is rounded on its own; the DDP buckets are
+// the Reducer's, one for step 1 and the rebuilt ones afterwards.
+class Sizes {
+ public:
+  Sizes(const SizeTable& table, bool cuda) : table_(table), cuda_(cuda) {}
+  int64_t Of(int64_t bytes) const {
+    return cuda_ && bytes > 0 ? CudaRoundSize(bytes) : bytes;
+  }
+  int64_t Sum(RowKind kind) const {
+    int64_t sum = 0;
+    for (const SizeRow& row : table_.rows) {
+      if (row.kind == kind) sum += Of(row.Bytes());
+    }
+    return sum;
+  }
+  // The steady state's buckets, as the Reducer rebuilds them.
+  int64_t Buckets(const RunConfig& config) const {
+    int64_t sum = 0;
+    for (int64_t bucket : RebuiltBuckets(table_, config)) sum += Of(bucket);
+    return sum;
+  }
+
+ private:
+  const SizeTable& table_;
+  bool cuda_;
+};
+
 }  // namespace
+
+// As the Reducer's rebuild: parameters in reverse order (gradients become
+// ready roughly so), a bucket closing once it holds at least its cap.
+std::vector<int64_t> RebuiltBuckets(const SizeTable& table,
+                                    const RunConfig& config) {
+  constexpr int64_t kFirstBucketBytes = 1 << 20;
+  const auto cap = static_cast<int64_t>(config.ddp.bucket_cap_mb * (1 << 20));
+  std::vector<int64_t> buckets;
+  int64_t open = 0;
+  for (auto row = table.rows.rbegin(); row != table.rows.rend(); ++row) {
+    if (row->kind != RowKind::kParameter) continue;
+    open += row->Bytes();
+    const int64_t limit =
+        buckets.empty() ? std::min(kFirstBucketBytes, cap) : cap;
+    if (open >= limit) {
+      buckets.push_back(open);
+      open = 0;
+    }
+  }
+  if (open > 0) buckets.push_back(open);
+  return buckets;
+}
 
 Prediction Predict(const RunConfig& config) {
   Prediction p;
@@ -17,19 +73,26 @@ Prediction Predict(const RunConfig& config) {
   p.world_size = config.ddp.world_size;
   p.table = BuildSizeTable(config, p.micro_batch);
   const SizeTable& t = p.table;
+  const Sizes sizes(t, config.train.device == "cuda");
   p.parameters = t.Elements(RowKind::kParameter);
-  p.buffer_bytes = t.Bytes(RowKind::kBuffer);
-  const int64_t param_bytes = t.Bytes(RowKind::kParameter);
+  p.buffer_bytes = sizes.Sum(RowKind::kBuffer);
+  const int64_t param_bytes = sizes.Sum(RowKind::kParameter);
 
   Breakdown state{};  // live through the whole step
   state[Index(Category::kWeights)] = param_bytes + p.buffer_bytes;
   state[Index(Category::kGradients)] = param_bytes;
   state[Index(Category::kOptimizerState)] =
       OptimizerStateMultiplier(config.train) * param_bytes;
-  // With gradient_as_bucket_view the gradients are the buckets.
-  state[Index(Category::kDdpBuckets)] =
-      config.ddp.gradient_as_bucket_view ? 0 : param_bytes;
-  state[Index(Category::kInputs)] = t.Bytes(RowKind::kInput);
+  // The buckets: the parameters' bytes, split into the rebuilt buckets (on
+  // a GPU each rounded). With gradient_as_bucket_view the gradients are the
+  // buckets.
+  const int64_t bucket_bytes = sizes.Buckets(config);
+  if (config.ddp.gradient_as_bucket_view) {
+    state[Index(Category::kGradients)] = bucket_bytes;
+  } else {
+    state[Index(Category::kDdpBuckets)] = bucket_bytes;
+  }
+  state[Index(Category::kInputs)] = sizes.Sum(RowKind::kInput);
   p.model_state_bytes_per_parameter =
       p.parameters > 0
           ? static_cast<double>(ModelStateBytes(state)) / p.parameters
@@ -41,9 +104,9 @@ Prediction Predict(const RunConfig& config) {
       "early in backward: every saved tensor and the workspace rows";
   p.early_backward.bytes = state;
   p.early_backward.bytes[Index(Category::kActivations)] =
-      t.Bytes(RowKind::kSaved);
+      sizes.Sum(RowKind::kSaved);
   p.early_backward.bytes[Index(Category::kTemporaries)] =
-      t.Bytes(RowKind::kWorkspace);
+      sizes.Sum(RowKind::kWorkspace);
 
   // Adam's step: denom = exp_avg_sq.sqrt() / sqrt(bias_correction2) makes
   // two temporaries the size of the parameter, live together; the largest
@@ -53,9 +116,11 @@ Prediction Predict(const RunConfig& config) {
       "optimizer step: two temporaries the size of the "
       "largest parameter";
   p.optimizer_step.bytes = state;
-  p.optimizer_step.bytes[Index(Category::kActivations)] = 4;
+  p.optimizer_step.bytes[Index(Category::kActivations)] = sizes.Of(4);
   p.optimizer_step.bytes[Index(Category::kTemporaries)] =
-      config.train.optimizer == "sgd" ? 0 : 2 * t.LargestParameterBytes();
+      config.train.optimizer == "sgd"
+          ? 0
+          : 2 * sizes.Of(t.LargestParameterBytes());
 
   const int64_t n = config.ddp.world_size;
   auto shard = [n](int64_t bytes) { return (bytes + n - 1) / n; };
@@ -69,7 +134,7 @@ Prediction Predict(const RunConfig& config) {
   p.zero.duplicated_bytes = (n - 1) * (w + g + o);
 
   p.bytes = state;
-  p.bytes[Index(Category::kActivations)] = t.Bytes(RowKind::kSaved);
+  p.bytes[Index(Category::kActivations)] = sizes.Sum(RowKind::kSaved);
   p.bytes[Index(Category::kTemporaries)] =
       p.Peak().bytes[Index(Category::kTemporaries)];
   return p;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "models/size_table.h"
 #include "profiler/base/category.h"
@@ -61,6 +62,12 @@ struct Prediction {
 // The prediction for one rank of `config` (micro-batch from MicroBatch()).
 // Expects a validated config.
 Prediction Predict(const RunConfig& config);
+
+// The DDP buckets' bytes after the Reducer's rebuild (step 2 on): the
+// parameters in reverse order, a bucket closing once it holds at least its
+// cap (1 MiB for the first, bucket_cap_mb after).
+std::vector<int64_t> RebuiltBuckets(const SizeTable& table,
+                                    const RunConfig& config);
 
 // The rank-report figure a category's prediction is compared with:
 // "peak_bytes", or "measured_bytes" for temporaries (whose own maximum can

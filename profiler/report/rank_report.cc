@@ -122,6 +122,56 @@ Json CudaReplayJson(const std::optional<CudaReplay>& replay) {
               {"segments", replay->segments}};
 }
 
+Json FiguresJson(const CudaAllocatorFigures& f) {
+  return Json{{"requested_bytes", f.requested},
+              {"allocated_bytes", f.allocated},
+              {"reserved_bytes", f.reserved},
+              {"inactive_split_bytes", f.inactive_split}};
+}
+
+Json CudaRunJson(const std::optional<CudaRun>& run) {
+  if (!run) return nullptr;
+  Json checks = Json::array();
+  for (const CudaSelfCheck& c : run->checks) {
+    checks.push_back({{"step", c.step},
+                      {"phase", PhaseName(c.phase)},
+                      {"memprof", FiguresJson(c.memprof)},
+                      {"allocator", FiguresJson(c.allocator)},
+                      {"matches", c.Matches()}});
+  }
+  Json moments = Json::array();
+  for (const CudaMoment& m : run->moments) {
+    moments.push_back({{"moment", m.moment},
+                       {"device_used_bytes", m.device_used},
+                       {"reserved_bytes", m.reserved},
+                       {"allocated_bytes", m.allocated},
+                       {"outside_bytes", m.outside()}});
+  }
+  Json oom = nullptr;
+  if (run->out_of_memory) {
+    oom = {{"requested_bytes", run->oom_requested_bytes},
+           {"device_free_bytes", run->oom_device_free_bytes},
+           {"at", FiguresJson(run->at_out_of_memory)}};
+  }
+  return Json{
+      {"device", run->device},
+      {"device_name", run->device_name},
+      {"device_total_bytes", run->device_total},
+      {"at_allocated_peak", FiguresJson(run->at_allocated_peak)},
+      {"peak_reserved_bytes", run->peak_reserved},
+      {"allocator_peak_allocated_bytes", run->allocator_peak_allocated},
+      {"allocator_peak_reserved_bytes", run->allocator_peak_reserved},
+      {"predicted_at_peak", FiguresJson(run->predicted_at_peak)},
+      {"predicted_peak_reserved_bytes", run->predicted_peak_reserved},
+      {"before_session_allocated_bytes", run->before_session_allocated},
+      {"checks", std::move(checks)},
+      {"moments", std::move(moments)},
+      {"mismatches", run->mismatches},
+      {"first_mismatch", run->first_mismatch},
+      {"memory_limit_bytes", run->memory_limit_bytes},
+      {"out_of_memory", std::move(oom)}};
+}
+
 Json ContextJson(const ReportContext& c) {
   return Json{{"rank", c.rank},
               {"world_size", c.world_size},
@@ -182,6 +232,7 @@ Json ToJson(const RankReport& r) {
         {"ownership_not_found", r.hook.ownership_not_found},
         {"ownership_conflicts", r.hook.ownership_conflicts}}},
       {"cuda_replay", CudaReplayJson(r.cuda_replay)},
+      {"cuda_run", CudaRunJson(r.cuda_run)},
   };
 }
 

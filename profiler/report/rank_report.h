@@ -17,6 +17,7 @@
 
 #include "profiler/base/category.h"
 #include "profiler/base/cuda_allocator_model.h"
+#include "profiler/base/cuda_run.h"
 #include "profiler/base/run_config.h"
 #include "profiler/predict/fit.h"
 
@@ -168,6 +169,9 @@ struct RankReport {
   // the CUDA caching allocator's model (profiler/capture/cuda_replay.h),
   // what the same allocations would cost on a GPU. Absent: --no-hook, 1.0.
   std::optional<CudaReplay> cuda_replay;
+  // cuda_run (since memprof.rank/1.2): a run on a GPU, from the device's
+  // side (profiler/base/cuda_run.h). Absent: a cpu run, --no-hook.
+  std::optional<CudaRun> cuda_run;
 
   const CategoryFigures& Of(Category c) const { return categories[Index(c)]; }
 };

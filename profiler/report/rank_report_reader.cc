@@ -45,6 +45,10 @@ class RankReportReader {
         replay != doc.end() && !replay->is_null()) {
       out.cuda_replay = Replay(r_.Object(doc, "", "cuda_replay"));
     }
+    if (const auto run = doc.find("cuda_run");  // since 1.2
+        run != doc.end() && !run->is_null()) {
+      out.cuda_run = CudaRunOf(r_.Object(doc, "", "cuda_run"));
+    }
     return out;
   }
 
@@ -99,6 +103,9 @@ class RankReportReader {
   LiveSeries Series(const Json& series) const;
   HookFigures Hook(const Json& hook) const;
   CudaReplay Replay(const Json& replay) const;
+  CudaAllocatorFigures Figures(const Json& object,
+                               const std::string& where) const;
+  CudaRun CudaRunOf(const Json& run) const;
 
   JsonReader r_;
 };
@@ -145,6 +152,9 @@ RunConfig RankReportReader::Config(const Json& c,
   config.train.zero_grad_set_to_none =
       r_.Bool(t, train_where, "zero_grad_set_to_none");
   config.train.seed = r_.Integer(t, train_where, "seed", 0, kMaxInt64);
+  if (t.contains("device")) {  // since memprof.rank/1.2
+    config.train.device = r_.String(t, train_where, "device");
+  }
   const std::string ddp_where = JsonPath(where, "ddp");
   const Json& d = r_.Object(c, where, "ddp");
   config.ddp.world_size =
@@ -153,6 +163,9 @@ RunConfig RankReportReader::Config(const Json& c,
   config.ddp.gradient_as_bucket_view =
       r_.Bool(d, ddp_where, "gradient_as_bucket_view");
   config.ddp.timeout_s = r_.Bytes(d, ddp_where, "timeout_s");
+  if (d.contains("backend")) {  // since memprof.rank/1.2
+    config.ddp.backend = r_.String(d, ddp_where, "backend");
+  }
   return config;
 }
 
@@ -399,6 +412,69 @@ CudaReplay RankReportReader::Replay(const Json& replay) const {
   at.inactive_split = r_.Bytes(replay, where, "inactive_split_bytes");
   out.peak_reserved = r_.Bytes(replay, where, "peak_reserved_bytes");
   out.segments = r_.Bytes(replay, where, "segments");
+  return out;
+}
+
+CudaAllocatorFigures RankReportReader::Figures(const Json& f,
+                                              const std::string& where) const {
+  return {r_.Bytes(f, where, "requested_bytes"),
+          r_.Bytes(f, where, "allocated_bytes"),
+          r_.Bytes(f, where, "reserved_bytes"),
+          r_.Bytes(f, where, "inactive_split_bytes")};
+}
+
+CudaRun RankReportReader::CudaRunOf(const Json& run) const {
+  const std::string where = "cuda_run";
+  CudaRun out;
+  out.device = Int(run, where, "device", 0, 1 << 16);
+  out.device_name = r_.String(run, where, "device_name");
+  out.device_total = r_.Bytes(run, where, "device_total_bytes");
+  const auto figures = [&](const Json& object, const std::string& at,
+                           const char* key) {
+    return Figures(r_.Object(object, at, key), JsonPath(at, key));
+  };
+  out.at_allocated_peak = figures(run, where, "at_allocated_peak");
+  out.peak_reserved = r_.Bytes(run, where, "peak_reserved_bytes");
+  out.allocator_peak_allocated =
+      r_.Bytes(run, where, "allocator_peak_allocated_bytes");
+  out.allocator_peak_reserved =
+      r_.Bytes(run, where, "allocator_peak_reserved_bytes");
+  out.predicted_at_peak = figures(run, where, "predicted_at_peak");
+  out.predicted_peak_reserved =
+      r_.Bytes(run, where, "predicted_peak_reserved_bytes");
+  out.before_session_allocated =
+      r_.Bytes(run, where, "before_session_allocated_bytes");
+  const Json& checks = r_.Array(run, where, "checks");
+  for (size_t i = 0; i < checks.size(); ++i) {
+    const std::string at = JsonElement(JsonPath(where, "checks"), i);
+    const Json& c = r_.ObjectAt(checks, JsonPath(where, "checks"), i);
+    CudaSelfCheck check;
+    check.step = Int(c, at, "step");
+    check.phase = PhaseOf(c, at, "phase");
+    check.memprof = figures(c, at, "memprof");
+    check.allocator = figures(c, at, "allocator");
+    out.checks.push_back(check);
+  }
+  const Json& moments = r_.Array(run, where, "moments");
+  for (size_t i = 0; i < moments.size(); ++i) {
+    const std::string at = JsonElement(JsonPath(where, "moments"), i);
+    const Json& m = r_.ObjectAt(moments, JsonPath(where, "moments"), i);
+    out.moments.push_back({r_.String(m, at, "moment"),
+                           r_.Bytes(m, at, "device_used_bytes"),
+                           r_.Bytes(m, at, "reserved_bytes"),
+                           r_.Bytes(m, at, "allocated_bytes")});
+  }
+  out.mismatches = r_.Bytes(run, where, "mismatches");
+  out.first_mismatch = r_.String(run, where, "first_mismatch");
+  out.memory_limit_bytes = r_.Bytes(run, where, "memory_limit_bytes");
+  if (const auto oom = run.find("out_of_memory");
+      oom != run.end() && !oom->is_null()) {
+    const std::string at = JsonPath(where, "out_of_memory");
+    out.out_of_memory = true;
+    out.oom_requested_bytes = r_.Bytes(*oom, at, "requested_bytes");
+    out.oom_device_free_bytes = r_.Bytes(*oom, at, "device_free_bytes");
+    out.at_out_of_memory = figures(*oom, at, "at");
+  }
   return out;
 }
 

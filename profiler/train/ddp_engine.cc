@@ -4,8 +4,12 @@
 #include <chrono>
 #include <limits>
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef USE_C10D_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 #include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 
@@ -47,7 +51,26 @@ struct ProcessGroup::Impl {
   int size = 1;
 };
 
-ProcessGroup::ProcessGroup(const RankTopology& topology, int64_t timeout_s)
+// NCCL for GPU tensors, under its own key prefix in the shared store.
+c10::intrusive_ptr<c10d::Backend> NcclBackend(
+    const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+    int64_t timeout_s) {
+#ifdef USE_C10D_NCCL
+  auto options = c10d::ProcessGroupNCCL::Options::create();
+  options->timeout = std::chrono::seconds(timeout_s);
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(
+      c10::make_intrusive<c10d::PrefixStore>("nccl", store), rank, size,
+      options);
+#else
+  (void)store, (void)rank, (void)size, (void)timeout_s;
+  throw std::runtime_error(
+      "ddp.backend nccl: this LibTorch has no NCCL (a CPU build); use "
+      "--ddp.backend gloo");
+#endif
+}
+
+ProcessGroup::ProcessGroup(const RankTopology& topology, int64_t timeout_s,
+                           const GroupBackend& backend)
     : impl_(std::make_unique<Impl>()) {
   impl_->rank = topology.rank;
   impl_->size = topology.world_size;
@@ -89,11 +112,21 @@ ProcessGroup::ProcessGroup(const RankTopology& topology, int64_t timeout_s)
   // collective to the backend registered for the tensors' device.
   impl_->group = c10::make_intrusive<c10d::ProcessGroup>(
       impl_->store, topology.rank, topology.world_size);
-  impl_->group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
-  impl_->group->setBackend(
-      c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO,
-      c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, topology.rank,
-                                                  topology.world_size, gloo));
+  const auto gloo_backend = c10::make_intrusive<c10d::ProcessGroupGloo>(
+      impl_->store, topology.rank, topology.world_size, gloo);
+  using Type = c10d::ProcessGroup::BackendType;
+  impl_->group->setBackend(c10::DeviceType::CPU, Type::GLOO, gloo_backend);
+  impl_->group->setDefaultBackend(Type::GLOO);
+  if (!backend.cuda) return;
+  if (backend.backend == "nccl") {
+    impl_->group->setBackend(c10::DeviceType::CUDA, Type::NCCL,
+                             NcclBackend(impl_->store, topology.rank,
+                                         topology.world_size, timeout_s));
+    impl_->group->setDefaultBackend(Type::NCCL);
+  } else {
+    // Gloo reduces GPU tensors through host memory.
+    impl_->group->setBackend(c10::DeviceType::CUDA, Type::GLOO, gloo_backend);
+  }
 }
 
 ProcessGroup::~ProcessGroup() = default;

@@ -1,7 +1,7 @@
 // DdpEngine: real data parallelism through c10d. A TCPStore rendezvous, a
-// ProcessGroupGloo, the initial broadcast of parameters from rank 0 and the
-// c10d::Reducer with PyTorch's bucket assignment. The c10d headers stay in
-// ddp_engine.cc.
+// ProcessGroupGloo (and ProcessGroupNCCL for GPU tensors), the initial
+// broadcast of parameters from rank 0 and the c10d::Reducer with PyTorch's
+// bucket assignment. The c10d headers stay in ddp_engine.cc.
 #pragma once
 
 #include <chrono>
@@ -23,11 +23,21 @@ class PortBusy : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Which c10d backends a group has: Gloo for host tensors always (the
+// gathers of reports and hashes); for GPU tensors Gloo or NCCL
+// (`backend`), on GPU `device` (the rank's own, by local rank).
+struct GroupBackend {
+  std::string backend = "gloo";  // gloo | nccl
+  bool cuda = false;
+  int device = 0;
+};
+
 // The process group alone: rendezvous and collectives.
 class ProcessGroup {
  public:
   // Throws PortBusy when rank 0 cannot listen on the port.
-  ProcessGroup(const RankTopology& topology, int64_t timeout_s);
+  ProcessGroup(const RankTopology& topology, int64_t timeout_s,
+               const GroupBackend& backend = {});
   ~ProcessGroup();
   int rank() const;
   int size() const;

@@ -8,6 +8,7 @@
 
 #include "profiler/capture/cuda_device.h"
 #include "profiler/capture/cuda_replay.h"
+#include "profiler/predict/cuda_prediction.h"
 #include "profiler/predict/fit.h"
 
 #ifndef MEMPROF_GIT_SHA
@@ -157,7 +158,15 @@ RankReport ReportOf(const RankRun& run) {
   r.series = SeriesOf(a);
   r.hook = {run.hooked,    a.allocations,           a.total.allocated,
             a.total.freed, run.ownership_not_found, run.ownership_conflicts};
-  if (run.hooked) r.cuda_replay = ReplayOnCudaAllocator(run.capture.lifetimes);
+  if (run.cuda) {
+    r.cuda_run = run.cuda;
+    const CudaPrediction predicted = PredictOnCuda(run.prediction, run.config);
+    r.cuda_run->predicted_at_peak = predicted.at_peak;
+    r.cuda_run->predicted_peak_reserved = predicted.peak_reserved;
+  } else if (run.hooked) {
+    // A cpu run: what its blocks would cost on a GPU.
+    r.cuda_replay = ReplayOnCudaAllocator(run.capture.lifetimes);
+  }
   return r;
 }
 

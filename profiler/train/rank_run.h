@@ -3,9 +3,11 @@
 // the rank report (report/rank_report.h) built from it.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "profiler/base/cuda_run.h"
 #include "profiler/base/run_config.h"
 #include "profiler/capture/lifetime_analysis.h"
 #include "profiler/predict/prediction.h"
@@ -43,6 +45,8 @@ struct RankRun {
   // Live bytes by category at the refused allocation (capture.out_of_memory)
   // when --memory-limit stopped the run.
   Breakdown out_of_memory_bytes{};
+  // A run on a GPU (with the hook): the device's side.
+  std::optional<CudaRun> cuda;
   bool RanOutOfMemory() const { return capture.out_of_memory.seq >= 0; }
 };
 

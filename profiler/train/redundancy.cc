@@ -16,7 +16,9 @@ uint64_t HashTensors(const std::vector<torch::Tensor>& tensors) {
   XXH3_64bits_reset(state.get());
   for (const torch::Tensor& tensor : tensors) {
     if (!tensor.defined()) continue;
-    const torch::Tensor dense = tensor.detach().contiguous();
+    // A GPU tensor is hashed from a host copy.
+    const torch::Tensor dense =
+        tensor.detach().to(torch::kCPU).contiguous();
     XXH3_64bits_update(state.get(), dense.data_ptr(), dense.nbytes());
   }
   return XXH3_64bits_digest(state.get());

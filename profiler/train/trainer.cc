@@ -11,6 +11,8 @@
 #include "profiler/capture/cpu_hook.h"
 #include "profiler/capture/memory_tracker.h"
 #include "profiler/train/attribution.h"
+#include "profiler/capture/cuda_backend.h"
+#include "profiler/train/cuda_session.h"
 #include "profiler/train/redundancy.h"
 
 namespace memprof {
@@ -78,10 +80,16 @@ int64_t CountElements(const std::vector<torch::Tensor>& tensors) {
 // so that what they hold is still live when the session ends.
 class RankTrainer {
  public:
-  RankTrainer(const RunConfig& config, ProcessGroup& group)
+  RankTrainer(const RunConfig& config, ProcessGroup& group,
+              CudaSession* cuda, int cuda_device)
       : config_(config),
         group_(group),
         tracker_(MemoryTracker::Get()),
+        cuda_(cuda),
+        device_(config.train.device == "cuda"
+                    ? torch::Device(torch::kCUDA,
+                                    static_cast<c10::DeviceIndex>(cuda_device))
+                    : torch::Device(torch::kCPU)),
         // Bucket buffers: DDP buckets, or the gradients themselves when the
         // gradients are views into them.
         bucket_category_(config.ddp.gradient_as_bucket_view
@@ -89,8 +97,9 @@ class RankTrainer {
                              : Category::kDdpBuckets) {
     run_.rank = group.rank();
     run_.world_size = group.size();
-    run_.backend = "gloo";
-    run_.hooked = CpuHookInstalled();
+    run_.device = config.train.device;
+    run_.backend = DdpBackend(config);
+    run_.hooked = device_.is_cuda() ? cuda != nullptr : CpuHookInstalled();
     run_.config = config;
     run_.micro_batch = MicroBatch(config);
     run_.prediction = Predict(config);
@@ -98,19 +107,22 @@ class RankTrainer {
 
   // Model, DDP and optimizer (phases model_init, ddp_init).
   void SetUp() {
-    tracker_.SetPhase(Phase::kModelInit, 0);
+    Mark(Phase::kModelInit, 0);
     torch::manual_seed(config_.train.seed);  // same weights on every rank
     model_ = BuildModel(config_);
+    if (device_.is_cuda()) model_->module().to(device_);
     params_ = model_->module().parameters();
     ResolveOwnership(params_, Category::kWeights, misses_);
     ResolveOwnership(model_->module().buffers(), Category::kWeights, misses_,
                      kFlagBuffer);
     run_.parameters = CountElements(params_);
+    if (cuda_ != nullptr) cuda_->Moment("model");
 
-    tracker_.SetPhase(Phase::kDdpInit, 0);
+    Mark(Phase::kDdpInit, 0);
     ddp_ = std::make_unique<DdpEngine>(group_, config_.ddp, params_);
     ResolveOwnership(ddp_->BucketBuffers(), bucket_category_, misses_,
                      kFlagBucket);
+    if (cuda_ != nullptr) cuda_->Moment("process_group");
     optimizer_ = MakeOptimizer(config_.train, params_);
     torch::manual_seed(config_.train.seed + 1 + group_.rank());  // data
   }
@@ -119,6 +131,9 @@ class RankTrainer {
   // one-time work too. The steady state starts after both. Returns false
   // when the step was cut short by the memory limit.
   bool Step(int32_t step) {
+    // Memprof's and the allocator's peaks restart with the steady state
+    // (one-time work: step 1, and the bucket rebuild in step 2).
+    if (cuda_ != nullptr && step == 3) cuda_->StartSteadyState();
     const auto start = std::chrono::steady_clock::now();
     StepRecord record;
     try {
@@ -131,13 +146,17 @@ class RankTrainer {
     record.seconds = std::chrono::duration<double>(end - start).count();
     record.comm_seconds = ddp_->CommSecondsBetween(start, end);
     run_.step_records.push_back(record);
+    if (cuda_ != nullptr && record.completed &&
+        (step == 1 || step == config_.train.steps)) {
+      cuda_->Moment("step_" + std::to_string(step));
+    }
     return record.completed;
   }
 
   // After the last step: are weights and optimizer state bit-identical on
   // every rank? Collective.
   void Audit() {
-    tracker_.SetPhase(Phase::kAudit, 0);
+    Mark(Phase::kAudit, 0);
     run_.buckets = static_cast<int64_t>(ddp_->bucket_count());
     run_.redundancy.push_back(
         AuditAcrossRanks(group_, Category::kWeights, params_));
@@ -169,7 +188,8 @@ class RankTrainer {
 
   // Ends the session and computes the figures from its block lifetimes.
   RankRun Finish() {
-    tracker_.SetPhase(Phase::kIdle, 0);
+    Mark(Phase::kIdle, 0);
+    if (cuda_ != nullptr) run_.cuda = cuda_->Finish();
     run_.capture = tracker_.EndSession();
     tracker_.SetMemoryLimit(0);
     const Capture& capture = run_.capture;
@@ -192,11 +212,14 @@ class RankTrainer {
   // inputs, forward, backward (with the Reducer's all-reduces), optimizer,
   // zero_grad; returns the loss.
   double Train(int32_t step) {
-    tracker_.SetPhase(Phase::kInputs, step);
-    const Batch batch = model_->MakeBatch(run_.micro_batch);
+    Mark(Phase::kInputs, step);
+    Batch batch = model_->MakeBatch(run_.micro_batch);
+    if (device_.is_cuda()) {
+      batch = {batch.input.to(device_), batch.target.to(device_)};
+    }
     ResolveOwnership({batch.input, batch.target}, Category::kInputs, misses_);
 
-    const int64_t forward_begin = tracker_.SetPhase(Phase::kForward, step);
+    const int64_t forward_begin = Mark(Phase::kForward, step);
     if (ddp_->PrepareForward()) {
       ResolveOwnership(ddp_->BucketBuffers(), bucket_category_, misses_,
                        kFlagBucket);
@@ -205,24 +228,33 @@ class RankTrainer {
     torch::Tensor loss = model_->Loss(batch);
     tracker_.ResolvePendingSince(forward_begin, Category::kActivations);
 
-    tracker_.SetPhase(Phase::kBackward, step);
+    Mark(Phase::kBackward, step);
     ddp_->PrepareForBackward();
     loss.backward();  // the Reducer all-reduces bucket by bucket
     ResolveOwnership(Gradients(params_), Category::kGradients, misses_);
 
-    tracker_.SetPhase(Phase::kOptimizer, step);
+    Mark(Phase::kOptimizer, step);
     optimizer_->step();
     ResolveOwnership(OptimizerStateTensors(*optimizer_),
                      Category::kOptimizerState, misses_);
 
-    tracker_.SetPhase(Phase::kZeroGrad, step);
+    Mark(Phase::kZeroGrad, step);
     ZeroGrad(params_, config_.train.zero_grad_set_to_none);
     return loss.item<double>();
+  }
+
+  // The phase mark, and on a GPU the self-check there.
+  int64_t Mark(Phase phase, int32_t step) {
+    const int64_t seq = tracker_.SetPhase(phase, step);
+    if (cuda_ != nullptr) cuda_->Check(phase, step);
+    return seq;
   }
 
   const RunConfig& config_;
   ProcessGroup& group_;
   MemoryTracker& tracker_;
+  CudaSession* cuda_;  // null: a cpu run, or cuda without the hook
+  const torch::Device device_;
   const Category bucket_category_;
   RankRun run_;
   OwnershipMisses misses_;
@@ -236,10 +268,20 @@ class RankTrainer {
 }  // namespace
 
 RankRun RunRank(const RunConfig& config, ProcessGroup& group,
-                int64_t memory_limit_bytes) {
+                int64_t memory_limit_bytes, int cuda_device, bool cuda_hook) {
   MemoryTracker& tracker = MemoryTracker::Get();
-  tracker.SetMemoryLimit(memory_limit_bytes);
-  RankTrainer trainer(config, group);
+  std::unique_ptr<CudaSession> cuda;
+  if (config.train.device == "cuda") {
+    // The device enforces the limit; the tracker records its refusal.
+    if (cuda_hook) {
+      cuda = std::make_unique<CudaSession>(cuda_device, memory_limit_bytes);
+    } else {
+      SelectCudaDevice(cuda_device);
+    }
+  } else {
+    tracker.SetMemoryLimit(memory_limit_bytes);
+  }
+  RankTrainer trainer(config, group, cuda.get(), cuda_device);
   tracker.BeginSession();
   try {
     trainer.SetUp();

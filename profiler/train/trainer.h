@@ -1,8 +1,11 @@
 // One rank's training run under the hook: builds the model, wraps it in
 // real DDP (DdpEngine over `group`), trains K steps with the configured
 // optimizer, audits redundancy across ranks, and returns what it measured.
-// Measures memory when InstallCpuHook() ran before any tensor was made;
-// without the hook (profile --no-hook) only the step times mean anything.
+// On cpu it measures memory when InstallCpuHook() ran before any tensor was
+// made; on cuda (train.device) the rank trains on GPU `cuda_device` and
+// measures through the CUDA backend (CudaSession) unless `cuda_hook` is
+// false. Without a hook (profile --no-hook) only the step times mean
+// anything.
 #pragma once
 
 #include "profiler/base/run_config.h"
@@ -11,10 +14,12 @@
 
 namespace memprof {
 
-// `memory_limit_bytes` (0: none) emulates a device of that size (Note
-// [Memory limit]): on out-of-memory the step is cut short and the run says
-// so (RankRun::RanOutOfMemory()); the rank does not train further.
+// `memory_limit_bytes` (0: none) emulates a device of that size on cpu
+// (Note [Memory limit]) and is the allocator's memory fraction on cuda: on
+// out-of-memory the step is cut short and the run says so
+// (RankRun::RanOutOfMemory()); the rank does not train further.
 RankRun RunRank(const RunConfig& config, ProcessGroup& group,
-                int64_t memory_limit_bytes = 0);
+                int64_t memory_limit_bytes = 0, int cuda_device = 0,
+                bool cuda_hook = true);
 
 }  // namespace memprof

@@ -120,8 +120,8 @@ TEST_F(CudaTraceTest, ExpandableSegmentsAreAMismatchNotAGuess) {
 }
 
 // The same attribution as on CPU: ownership by the block's address, then
-// the phase rule, on the rounded (allocated) bytes.
-TEST_F(CudaTraceTest, CategoriesComeFromTheTrackerAtAllocatedSize) {
+// the phase rule, on the rounded requests (Note [Rounded categories]).
+TEST_F(CudaTraceTest, CategoriesComeFromTheTrackerAtTheRoundedRequest) {
   const uint64_t segment = Region(7);
   tracker.BeginSession();
   Send(Entry::SEGMENT_ALLOC, segment, 20 * kMiB);
@@ -144,6 +144,58 @@ TEST_F(CudaTraceTest, CategoriesComeFromTheTrackerAtAllocatedSize) {
   }
   tracker.EndSession();
   EXPECT_EQ(trace.mismatches(), 0);
+}
+
+// A block the allocator does not split holds more than its request: the
+// mirror's allocated bytes count the whole block, the category the rounded
+// request.
+TEST_F(CudaTraceTest, AnUnsplitBlockCountsItsRequestInTheCategory) {
+  const uint64_t segment = Region(8);
+  const Stat before = tracker.Total();
+  Send(Entry::SEGMENT_ALLOC, segment, 16 * kMiB);
+  Send(Entry::ALLOC, segment, 15 * kMiB + 1);  // 1 MiB - 512 left: no split
+  EXPECT_EQ(tracker.Total().current, before.current + 15 * kMiB + 512);
+  EXPECT_EQ(trace.Now().allocated, 16 * kMiB);
+  EXPECT_EQ(trace.Now().requested, 15 * kMiB + 1);
+  Send(Entry::FREE_REQUESTED, segment);
+  Send(Entry::FREE_COMPLETED, segment);
+  EXPECT_EQ(tracker.Total().current, before.current);
+}
+
+// Under a memory fraction the allocator's OOM entry is the tracker's
+// refusal: the session records it as the CPU memory limit's.
+TEST_F(CudaTraceTest, OutOfMemoryIsTheTrackersRefusal) {
+  const uint64_t segment = Region(9);
+  tracker.BeginSession();
+  trace.SetLimit(24 * kMiB);
+  Send(Entry::SEGMENT_ALLOC, segment, 20 * kMiB);
+  Send(Entry::ALLOC, segment, 8 * kMiB);
+  tracker.SetPhase(Phase::kBackward, 2);
+  Send(Entry::OOM, /*free bytes=*/kMiB, /*requested=*/16 * kMiB);
+  const OutOfMemory refused = tracker.out_of_memory();
+  EXPECT_GE(refused.seq, 0);
+  EXPECT_EQ(refused.requested_bytes, 16 * kMiB);
+  EXPECT_EQ(refused.live_bytes, 8 * kMiB);
+  EXPECT_EQ(refused.limit_bytes, 24 * kMiB);
+  EXPECT_EQ(refused.phase, Phase::kBackward);
+  EXPECT_EQ(refused.step, 2);
+  Send(Entry::FREE_REQUESTED, segment);
+  Send(Entry::FREE_COMPLETED, segment);
+  tracker.EndSession();
+}
+
+TEST_F(CudaTraceTest, ResetPeaksStartsTheSteadyState) {
+  const uint64_t segment = Region(10);
+  Send(Entry::SEGMENT_ALLOC, segment, 20 * kMiB);
+  Send(Entry::ALLOC, segment, 8 * kMiB);
+  Send(Entry::FREE_REQUESTED, segment);
+  Send(Entry::FREE_COMPLETED, segment);
+  trace.ResetPeaks();
+  Send(Entry::ALLOC, segment, 2 * kMiB);
+  EXPECT_EQ(trace.AtAllocatedPeak().allocated, 2 * kMiB);
+  EXPECT_EQ(trace.PeakReserved(), 20 * kMiB);
+  Send(Entry::FREE_REQUESTED, segment);
+  Send(Entry::FREE_COMPLETED, segment);
 }
 
 }  // namespace
