@@ -9,7 +9,6 @@
 #include "profiler/base/errors.h"
 #include "profiler/base/rank_env.h"
 #include "profiler/capture/cuda_backend.h"
-#include "profiler/capture/cuda_device.h"
 #include "profiler/capture/memory_snapshot.h"
 #include "profiler/cli/launcher.h"
 #include "profiler/gate/gate_run.h"
@@ -79,15 +78,14 @@ void RenderAll(std::vector<RankReport> ranks, const std::string& out_dir) {
   }
 }
 
-// A run on a GPU needs one, and NCCL needs one GPU per local rank (it
-// refuses two ranks on one device); Gloo can share a GPU between ranks.
-// Exit 2 otherwise, before any training.
-void CheckDevices(const RunConfig& config, int local_ranks) {
+}  // namespace
+
+void CheckDevices(const RunConfig& config, int local_ranks,
+                  const CudaDeviceStatus& cuda) {
   if (config.train.device != "cuda") return;
-  const CudaDeviceStatus& cuda = ProbeCudaDevice();
   if (!cuda.available) {
-    throw InputError("--train.device cuda: no GPU to train on (" +
-                     cuda.status + "); use --train.device cpu");
+    throw InputError("--train.device cuda: no GPU to train on (" + cuda.status +
+                     "); use --train.device cpu");
   }
   if (DdpBackend(config) == "nccl" && local_ranks > cuda.devices) {
     throw InputError(
@@ -99,6 +97,8 @@ void CheckDevices(const RunConfig& config, int local_ranks) {
   }
 }
 
+namespace {
+
 // The GPU of local rank `local_rank`: its own, or shared round-robin
 // under Gloo.
 GroupBackend BackendOf(const RunConfig& config, int local_rank) {
@@ -108,12 +108,12 @@ GroupBackend BackendOf(const RunConfig& config, int local_rank) {
   if (!backend.cuda) return backend;
   const int devices = ProbeCudaDevice().devices;
   if (backend.backend == "nccl" && local_rank >= devices) {
-    throw InputError("--ddp.backend nccl: LOCAL_RANK=" +
-                     std::to_string(local_rank) + " but this machine has " +
-                     std::to_string(devices) +
-                     " GPU(s), and NCCL runs one rank per GPU; start at most " +
-                     std::to_string(devices) +
-                     " ranks per machine, or use --ddp.backend gloo");
+    throw InputError(
+        "--ddp.backend nccl: LOCAL_RANK=" + std::to_string(local_rank) +
+        " but this machine has " + std::to_string(devices) +
+        " GPU(s), and NCCL runs one rank per GPU; start at most " +
+        std::to_string(devices) +
+        " ranks per machine, or use --ddp.backend gloo");
   }
   backend.device = local_rank % devices;
   return backend;
@@ -125,8 +125,8 @@ std::vector<RankReport> RunThisRank(const RunConfig& config,
                                     ProcessGroup& group,
                                     const GroupBackend& backend, bool no_hook,
                                     int64_t memory_limit_bytes) {
-  const RankRun run = RunRank(config, group, memory_limit_bytes,
-                              backend.device, /*cuda_hook=*/!no_hook);
+  const RankRun run = RunRank(config, group, memory_limit_bytes, backend.device,
+                              /*cuda_hook=*/!no_hook);
   if (!run.hooked && !no_hook) {
     throw RunFailure("the allocator hook is not installed");  // a bug
   }
@@ -182,8 +182,8 @@ int RunProfileCommand(const ProfileArgs& args) {
   if (!args.check.baseline_path.empty() && checker) {
     baseline = LoadBaseline(args.check.baseline_path);
   }
-  CheckDevices(config,
-               topology ? 1 : static_cast<int>(config.ddp.world_size));
+  CheckDevices(config, topology ? 1 : static_cast<int>(config.ddp.world_size),
+               ProbeCudaDevice());
   if (!topology && config.ddp.world_size > 1) {
     CreateOutputDirectory("--out", args.out_dir);  // before any training
     const int code = LaunchLocalRanks(static_cast<int>(config.ddp.world_size),
@@ -202,7 +202,8 @@ int RunProfileCommand(const ProfileArgs& args) {
     }
   }
   CreateOutputDirectory("--out", args.out_dir);  // before any training
-  const GroupBackend backend = BackendOf(config, topology ? topology->local_rank : 0);
+  const GroupBackend backend =
+      BackendOf(config, topology ? topology->local_rank : 0);
   if (backend.cuda) SelectCudaDevice(backend.device);  // before NCCL
   std::unique_ptr<ProcessGroup> group;
   if (topology) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -67,6 +68,35 @@ void ProcessMetadata(Json& events, const ReportContext& context) {
       Metadata("thread_name", pid, {{"name", "training loop"}}, kLoopThread));
 }
 
+// A run on a GPU: the caching allocator's figures at each phase mark (its
+// self-check), one counter track with three series, placed at the mark's
+// time (the checks follow the marks in order).
+void GpuCounters(Json& events, const RankReport& rank,
+                 const std::function<double(int64_t)>& at) {
+  if (!rank.cuda_run) return;
+  const std::vector<TimelineSegment>& timeline = rank.timeline;
+  size_t j = 0;
+  for (const CudaSelfCheck& check : rank.cuda_run->checks) {
+    while (j < timeline.size() && (timeline[j].step != check.step ||
+                                   timeline[j].phase != check.phase)) {
+      ++j;
+    }
+    if (j == timeline.size()) return;
+    const CudaAllocatorFigures& f = check.memprof;
+    events.push_back(Json{
+        {"name", "gpu allocator"},
+        {"cat", "gpu"},
+        {"ph", "C"},
+        {"pid", rank.context.rank},
+        {"ts", at(timeline[j].begin_us)},
+        {"args",
+         {{"allocated", f.allocated},
+          {"inactive_split", f.inactive_split},
+          {"reserved_free", f.reserved - f.allocated - f.inactive_split}}}});
+    ++j;
+  }
+}
+
 void RankEvents(Json& events, const RankReport& rank, int64_t offset_us) {
   const int pid = rank.context.rank;
   ProcessMetadata(events, rank.context);
@@ -104,6 +134,7 @@ void RankEvents(Json& events, const RankReport& rank, int64_t offset_us) {
     }
     if (i + 1 == timeline.size()) Counters(events, pid, end, segment.end_bytes);
   }
+  GpuCounters(events, rank, at);
 }
 
 }  // namespace

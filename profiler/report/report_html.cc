@@ -178,6 +178,59 @@ std::string TimelineSection(const RunView& view) {
   return out + "</section>\n";
 }
 
+// A run on a GPU: the caching allocator at each phase mark, stacked up to
+// its reserved bytes: allocated, free in partly used segments (inactive
+// split), free whole segments.
+std::string GpuChart(const RankReport& rank) {
+  const int64_t r = rank.context.rank;
+  const std::vector<CudaSelfCheck>& checks = rank.cuda_run->checks;
+  StackedAreaChart chart;
+  chart.id = "gpu-allocator-rank-" + std::to_string(r);
+  chart.title = "Rank " + std::to_string(r) + ": the CUDA caching allocator";
+  chart.x_title = "phase mark";
+  chart.y_title = "bytes";
+  std::vector<int64_t> allocated, split, free_segments;
+  for (size_t i = 0; i < checks.size(); ++i) {
+    const CudaAllocatorFigures& f = checks[i].memprof;
+    chart.x.push_back(static_cast<int64_t>(i));
+    allocated.push_back(f.allocated);
+    split.push_back(f.inactive_split);
+    free_segments.push_back(f.reserved - f.allocated - f.inactive_split);
+    if (i == 0 || checks[i].step != checks[i - 1].step) {
+      chart.bands.push_back(
+          Band{static_cast<double>(i),
+               static_cast<double>(i) + 1,
+               "step " + std::to_string(checks[i].step),
+               std::string(PhaseTint(checks[i].phase)),
+               {{"data-step", std::to_string(checks[i].step)}}});
+    }
+  }
+  chart.layers = {
+      {"allocated", "#4e79a7", allocated, {{"data-figure", "allocated"}}},
+      {"inactive split", "#e15759", split, {{"data-figure", "inactive_split"}}},
+      {"free segments",
+       "#bab0ac",
+       free_segments,
+       {{"data-figure", "free_segments"}}}};
+  return RenderStackedArea(chart);
+}
+
+std::string GpuSection(const RunView& view) {
+  std::string charts;
+  for (const RankReport& rank : view.ranks) {
+    if (rank.cuda_run && !rank.cuda_run->checks.empty()) {
+      charts += GpuChart(rank);
+    }
+  }
+  if (charts.empty()) return "";
+  return "<section id=\"gpu-allocator-chart\">\n<h2>The GPU's caching "
+         "allocator over the run</h2>\n<p class=\"explain\">At each phase "
+         "mark, the allocator's reserved bytes split into allocated blocks, "
+         "free bytes in partly used segments (fragmentation) and free whole "
+         "segments, as memprof follows them from the allocator's trace.</p>\n" +
+         charts + "</section>\n";
+}
+
 Bar CategoryBar(const RankReport& rank, Category c, bool predicted) {
   const std::string name(CategoryName(c));
   const int64_t r = rank.context.rank;
@@ -277,6 +330,7 @@ std::string FormatReportHtml(const RunView& view, const ReportText& text) {
   if (!view.ranks.empty()) {
     out += TimelineSection(view);
     out += PredictionSection(view);
+    out += GpuSection(view);
   }
   for (const ReportTable& table : text.tables) out += HtmlTable(table);
   out += Redundancy(text);

@@ -10,6 +10,7 @@
 #include "profiler/base/human_bytes.h"
 #include "profiler/predict/fit.h"
 #include "profiler/predict/prediction.h"
+#include "profiler/report/gpu_tables.h"
 #include "profiler/report/summary.h"
 
 namespace memprof {
@@ -318,6 +319,9 @@ ReportText BuildReportText(const RunView& view) {
   }
   for (ReportTable table :
        {CategoriesTable(view), PeakTable(view), StepsTable(view)}) {
+    text.tables.push_back(std::move(table));
+  }
+  for (ReportTable table : GpuTables(view)) {
     text.tables.push_back(std::move(table));
   }
   for (const RedundancyFigures& entry : first.redundancy) {

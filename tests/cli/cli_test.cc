@@ -9,6 +9,9 @@
 #include <torch/version.h>
 #include <nlohmann/json.hpp>
 
+#include "profiler/base/errors.h"
+#include "profiler/capture/cuda_device.h"
+#include "profiler/cli/profile_command.h"
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
 
@@ -252,6 +255,67 @@ TEST_F(CliTest, OutOfMemoryIsReportedFirstAndExitsThree) {
   EXPECT_EQ(report["out_of_memory"]["phase"], "model_init");
   EXPECT_TRUE(report["steps"].empty());
   fs::remove_all(Out() + "-init");
+}
+
+}  // namespace
+}  // namespace memprof
+
+namespace memprof {
+namespace {
+
+RunConfig OnGpu(const std::string& backend) {
+  RunConfig config;
+  config.train.device = "cuda";
+  config.ddp.backend = backend;
+  return config;
+}
+
+std::string DeviceError(const RunConfig& config, int local_ranks,
+                        const CudaDeviceStatus& cuda) {
+  try {
+    CheckDevices(config, local_ranks, cuda);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CheckDevices, ACudaRunWithoutAGpuIsRefusedWithTheReason) {
+  const CudaDeviceStatus none{true, false, 0, "no NVIDIA driver"};
+  const std::string error = DeviceError(OnGpu(""), 1, none);
+  EXPECT_NE(error.find("--train.device cuda: no GPU to train on (no NVIDIA "
+                       "driver); use --train.device cpu"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(DeviceError(RunConfig{}, 4, none), "") << "cpu runs need none";
+}
+
+TEST(CheckDevices, NcclRefusesTwoRanksOnOneGpuAndGlooSharesIt) {
+  const CudaDeviceStatus one{true, true, 1, "1 x Test GPU"};
+  const std::string error = DeviceError(OnGpu("nccl"), 2, one);
+  EXPECT_NE(error.find("2 ranks on this machine but 1 GPU(s)"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("use --ddp.backend gloo"), std::string::npos);
+  EXPECT_NE(DeviceError(OnGpu(""), 2, one), "") << "nccl is the cuda default";
+  EXPECT_EQ(DeviceError(OnGpu("gloo"), 2, one), "");
+  EXPECT_EQ(DeviceError(OnGpu("nccl"), 1, one), "");
+}
+
+// End to end on this machine: without a GPU the run stops before training
+// with exit 2; with one (scripts/device-check.sh's machine) it trains.
+TEST_F(CliTest, ACudaRunNeedsAGpu) {
+  const Result r = RunMemprof(std::string("profile --config ") + kTiny +
+                              " --train.device cuda --out " + Out());
+  if (ProbeCudaDevice().available) {
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+  } else {
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("--train.device cuda: no GPU to train on"),
+              std::string::npos)
+        << r.output;
+    EXPECT_TRUE(NothingWritten());
+  }
 }
 
 }  // namespace

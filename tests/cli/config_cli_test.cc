@@ -112,6 +112,13 @@ TEST_F(ConfigCliTest, BadFlagsAndValuesAreRejected) {
   EXPECT_NE(ErrorOf({"--world-size", "2", "--ddp.world_size", "2"})
                 .find("both given"),
             std::string::npos);
+  EXPECT_NE(ErrorOf({"--train.device", "tpu"}).find("known: cpu, cuda"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf({"--ddp.backend", "mpi"}).find("known: gloo, nccl"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf({"--ddp.backend", "nccl"})
+                .find("ddp.backend nccl needs train.device cuda"),
+            std::string::npos);
   const std::string path = Write("syntax.ini", "[mlp]\njust words\n");
   EXPECT_NE(ErrorOf({"--config", path}).find(path), std::string::npos);
 }

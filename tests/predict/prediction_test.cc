@@ -151,6 +151,41 @@ TEST(Prediction, ModelStateIsSixteenBytesPerParameterPlusBuckets) {
   EXPECT_EQ(Bytes(sgd, Category::kOptimizerState), 0);
 }
 
+// Note [Predicted on a GPU]: each tensor at its request rounded to 512 B.
+TEST(Prediction, OnAGpuEachTensorIsRoundedTo512Bytes) {
+  const Prediction cpu = Predict(Preset("gpt2-small"));
+  const Prediction gpu =
+      Predict(Preset("gpt2-small", {"--train.device", "cuda"}));
+  int64_t weights = 0, largest = 0;
+  for (const SizeRow& row : gpu.table.rows) {
+    if (row.kind == RowKind::kParameter || row.kind == RowKind::kBuffer) {
+      weights += (row.Bytes() + 511) / 512 * 512;
+    }
+    if (row.kind == RowKind::kParameter)
+      largest = std::max(largest, row.Bytes());
+  }
+  EXPECT_EQ(Bytes(gpu, Category::kWeights), weights);
+  // gpt2-small's tensors are whole multiples of 512 B; gpt-tiny's 64-float
+  // biases and LayerNorm vectors (256 B) are not.
+  EXPECT_EQ(Bytes(gpu, Category::kWeights), Bytes(cpu, Category::kWeights));
+  const Prediction tiny_cpu = Predict(Preset("gpt-tiny"));
+  const Prediction tiny_gpu =
+      Predict(Preset("gpt-tiny", {"--train.device", "cuda"}));
+  EXPECT_GT(Bytes(tiny_gpu, Category::kWeights),
+            Bytes(tiny_cpu, Category::kWeights));
+  // Gradients and the two Adam moments: one tensor per parameter each.
+  EXPECT_EQ(Bytes(gpu, Category::kGradients), weights);
+  EXPECT_EQ(Bytes(gpu, Category::kOptimizerState), 2 * weights);
+  int64_t buckets = 0;
+  for (int64_t bucket : RebuiltBuckets(gpu.table, Preset("gpt2-small")))
+    buckets += (bucket + 511) / 512 * 512;
+  EXPECT_EQ(Bytes(gpu, Category::kDdpBuckets), buckets);
+  EXPECT_EQ(gpu.optimizer_step.bytes[Index(Category::kTemporaries)],
+            2 * ((largest + 511) / 512 * 512));
+  EXPECT_EQ(gpu.optimizer_step.bytes[Index(Category::kActivations)], 512);
+  EXPECT_EQ(Bytes(gpu, Category::kInputs), 2 * 1024 * 8);  // [1, 1024] int64
+}
+
 TEST(Prediction, ModelStateDoesNotShrinkWithTheWorldSizeButActivationsDo) {
   const Prediction one = Predict(Preset("gpt-1.3b", {"--global-batch", "8"}));
   const Prediction eight =

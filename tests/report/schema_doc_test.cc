@@ -39,11 +39,17 @@ void CollectKeys(const Json& node, std::set<std::string>& keys) {
 }
 
 // What the writer emits, with every optional part present: an
-// out-of-memory object, the CUDA replay and each model's config section.
+// out-of-memory object, the CUDA replay, a GPU run's section (with a
+// self-check, a moment and the allocator's refusal) and each model's config
+// section.
 std::set<std::string> EmittedKeys() {
   RankReport report = ReadRankReport(kFixture);
   report.out_of_memory = OutOfMemoryFigures{};
   report.cuda_replay = CudaReplay{};
+  report.cuda_run = CudaRun{};
+  report.cuda_run->checks.push_back(CudaSelfCheck{});
+  report.cuda_run->moments.push_back(CudaMoment{"cuda_context", 1, 0, 0});
+  report.cuda_run->out_of_memory = true;
   std::set<std::string> keys;
   for (const char* model : {"mlp", "gpt", "resnet"}) {
     report.context.config.model = model;
