@@ -198,6 +198,22 @@ CudaAllocatorModel::BlockAt(uint64_t address, State state, const char* event) {
                          StateName(state) + " block starts there");
 }
 
+std::vector<CudaSegmentView> CudaAllocatorModel::Segments() const {
+  std::vector<CudaSegmentView> out;
+  for (const auto& [address, segment] : segments_) {
+    CudaSegmentView view{address, segment.bytes, segment.small, {}};
+    for (const auto& [at, block] : segment.blocks) {
+      const char* state = block.state == State::kAllocated ? "active_allocated"
+                          : block.state == State::kFreeRequested
+                              ? "active_pending_free"
+                              : "inactive";
+      view.blocks.push_back({at, block.bytes, block.requested, state});
+    }
+    out.push_back(std::move(view));
+  }
+  return out;
+}
+
 const char* CudaAllocatorModel::StateName(State state) {
   switch (state) {
     case State::kFree:

@@ -73,6 +73,7 @@
 #include <map>
 #include <set>
 #include <utility>
+#include <vector>
 
 namespace memprof {
 
@@ -105,6 +106,22 @@ struct CudaReplay {
   CudaAllocatorFigures at_allocated_peak;  // the four figures then
   int64_t peak_reserved = 0;
   int64_t segments = 0;  // reserved when the replay ends
+};
+
+// A segment and its blocks as the allocator's own snapshot lists them
+// (torch.cuda.memory_snapshot()'s "segments").
+struct CudaBlockView {
+  uint64_t address = 0;
+  int64_t bytes = 0;
+  int64_t requested = 0;  // 0 unless allocated or free-requested
+  // PyTorch's names: active_allocated, active_pending_free, inactive.
+  const char* state = "inactive";
+};
+struct CudaSegmentView {
+  uint64_t address = 0;
+  int64_t bytes = 0;
+  bool small = false;
+  std::vector<CudaBlockView> blocks;  // by address; they tile the segment
 };
 
 class CudaAllocatorModel {
@@ -149,6 +166,8 @@ class CudaAllocatorModel {
     at_allocated_peak_ = now_;
     peak_reserved_ = now_.reserved;
   }
+  // Every segment, by address, with its blocks.
+  std::vector<CudaSegmentView> Segments() const;
   int64_t segment_count() const {
     return static_cast<int64_t>(segments_.size());
   }

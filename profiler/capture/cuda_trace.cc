@@ -71,6 +71,11 @@ CudaAllocatorFigures CudaTrace::Now() const {
   return mirror_.now();
 }
 
+std::vector<CudaSegmentView> CudaTrace::Segments() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return mirror_.Segments();
+}
+
 CudaAllocatorFigures CudaTrace::AtAllocatedPeak() const {
   std::lock_guard<std::mutex> guard(mutex_);
   return mirror_.at_allocated_peak();

@@ -41,6 +41,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <c10/core/CachingDeviceAllocator.h>
 
@@ -71,6 +72,7 @@ class CudaTrace {
   void ResetPeaks();
 
   CudaAllocatorFigures Now() const;
+  std::vector<CudaSegmentView> Segments() const;
   CudaAllocatorFigures AtAllocatedPeak() const;
   int64_t PeakReserved() const;
   CudaOutOfMemory out_of_memory() const;

@@ -1,6 +1,7 @@
 #include "profiler/capture/memory_snapshot.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,9 +22,77 @@ Json Event(const char* action, const Lifetime& life, int64_t seq) {
               {"category", CategoryName(life.category)}};
 }
 
+Json CpuSegments(const std::vector<const Lifetime*>& by_alloc) {
+  Json segments = Json::array();
+  for (const Lifetime* life : by_alloc) {
+    if (life->free_seq != kLive) continue;
+    segments.push_back(Json{
+        {"device", 0},
+        {"address", life->address},
+        {"total_size", life->bytes},
+        {"allocated_size", life->bytes},
+        {"active_size", life->bytes},
+        {"requested_size", life->bytes},
+        {"stream", 0},
+        {"segment_type", "large"},
+        {"blocks",
+         Json::array({Json{{"size", life->bytes},
+                           {"requested_size", life->bytes},
+                           {"state", "active_allocated"},
+                           {"seq", life->alloc_seq},
+                           {"category", CategoryName(life->category)}}})}});
+  }
+  return segments;
+}
+
+Json GpuSegments(const std::vector<CudaSegmentView>& views,
+                 const std::vector<const Lifetime*>& by_alloc) {
+  std::map<uint64_t, const Lifetime*> live;
+  for (const Lifetime* life : by_alloc) {
+    if (life->free_seq == kLive) live[life->address] = life;
+  }
+  Json segments = Json::array();
+  for (const CudaSegmentView& segment : views) {
+    int64_t allocated = 0, active = 0, requested = 0;
+    Json blocks = Json::array();
+    for (const CudaBlockView& block : segment.blocks) {
+      const std::string state = block.state;
+      Json entry{{"address", block.address},
+                 {"size", block.bytes},
+                 {"requested_size", block.requested},
+                 {"state", state}};
+      if (state != "inactive") {
+        active += block.bytes;
+        requested += block.requested;
+      }
+      if (state == "active_allocated") {
+        allocated += block.bytes;
+        const auto it = live.find(block.address);
+        // Blocks from before the session (the warm-up's workspaces) have
+        // no category.
+        entry["category"] = it == live.end()
+                                ? "unknown"
+                                : std::string(CategoryName(it->second->category));
+      }
+      blocks.push_back(std::move(entry));
+    }
+    segments.push_back(Json{{"device", 0},
+                            {"address", segment.address},
+                            {"total_size", segment.bytes},
+                            {"allocated_size", allocated},
+                            {"active_size", active},
+                            {"requested_size", requested},
+                            {"stream", 0},
+                            {"segment_type", segment.small ? "small" : "large"},
+                            {"blocks", std::move(blocks)}});
+  }
+  return segments;
+}
+
 }  // namespace
 
-Json MemorySnapshotJson(const Capture& capture, int rank) {
+Json MemorySnapshotJson(const Capture& capture, int rank,
+                        const std::vector<CudaSegmentView>* cuda_segments) {
   std::vector<const Lifetime*> by_alloc;
   std::vector<const Lifetime*> by_free;
   for (const Lifetime& life : capture.lifetimes) {
@@ -55,41 +124,28 @@ Json MemorySnapshotJson(const Capture& capture, int rank) {
         (a < by_alloc.size() && by_alloc[a]->alloc_seq < by_free[f]->free_seq);
     if (take_alloc) {
       const Lifetime& life = *by_alloc[a++];
-      trace.push_back(Event("segment_alloc", life, life.alloc_seq));
+      if (!cuda_segments) {
+        trace.push_back(Event("segment_alloc", life, life.alloc_seq));
+      }
       trace.push_back(Event("alloc", life, life.alloc_seq));
     } else {
       const Lifetime& life = *by_free[f++];
       trace.push_back(Event("free_requested", life, life.free_seq));
       trace.push_back(Event("free_completed", life, life.free_seq));
-      trace.push_back(Event("segment_free", life, life.free_seq));
+      if (!cuda_segments) {
+        trace.push_back(Event("segment_free", life, life.free_seq));
+      }
     }
   }
 
-  Json segments = Json::array();
-  for (const Lifetime* life : by_alloc) {
-    if (life->free_seq != kLive) continue;
-    segments.push_back(Json{
-        {"device", 0},
-        {"address", life->address},
-        {"total_size", life->bytes},
-        {"allocated_size", life->bytes},
-        {"active_size", life->bytes},
-        {"requested_size", life->bytes},
-        {"stream", 0},
-        {"segment_type", "large"},
-        {"blocks",
-         Json::array({Json{{"size", life->bytes},
-                           {"requested_size", life->bytes},
-                           {"state", "active_allocated"},
-                           {"seq", life->alloc_seq},
-                           {"category", CategoryName(life->category)}}})}});
-  }
+  const Json segments = cuda_segments ? GpuSegments(*cuda_segments, by_alloc)
+                                      : CpuSegments(by_alloc);
   return Json{{"segments", segments},
               {"device_traces", Json::array({trace})},
               {"memprof",
                {{"schema", kSnapshotSchema},
                 {"rank", rank},
-                {"device", "cpu"},
+                {"device", cuda_segments ? "cuda" : "cpu"},
                 {"begin_seq", capture.begin_seq},
                 {"end_seq", capture.end_seq}}}};
 }

@@ -16,10 +16,22 @@
 // `unknown`, so the trace opens with a `snapshot` event (PyTorch's marker
 // of when a snapshot was taken; here: where the session began) of category
 // `unknown`. Blocks allocated before the session are not in the capture.
+//
+// Note [Snapshot of a GPU run]
+// On a GPU `segments` are the caching allocator's own, as memprof's mirror
+// of it holds them when the session ends (CudaAllocatorModel::Segments):
+// real addresses and sizes, each tiled by its blocks in their states
+// (`active_allocated`, `active_pending_free`, `inactive`), an allocated
+// block carrying its memprof category. `device_traces[0]` has the
+// session's blocks as on CPU but without segment events: memprof keeps the
+// segments' state, not their history.
 #pragma once
+
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "profiler/base/cuda_allocator_model.h"
 #include "profiler/capture/memory_tracker.h"
 
 #include "profiler/base/schema_version.h"
@@ -27,6 +39,9 @@
 namespace memprof {
 
 // The capture's lifetimes must carry final categories (EndSession's do).
-nlohmann::ordered_json MemorySnapshotJson(const Capture& capture, int rank);
+// `cuda_segments`: a GPU run's (Note [Snapshot of a GPU run]); null on CPU.
+nlohmann::ordered_json MemorySnapshotJson(
+    const Capture& capture, int rank,
+    const std::vector<CudaSegmentView>* cuda_segments = nullptr);
 
 }  // namespace memprof

@@ -133,10 +133,13 @@ std::vector<RankReport> RunThisRank(const RunConfig& config,
   RankReport report = ReportOf(run);
   const std::string rank_json = ToJson(report).dump(2) + "\n";
   Write(RankReportPath(out_dir, group.rank()), rank_json);
-  if (!no_hook && !run.cuda) {
+  if (!no_hook) {
     Write(fs::path(out_dir) /
               ("snapshot-" + std::to_string(group.rank()) + ".json"),
-          MemorySnapshotJson(run.capture, group.rank()).dump() + "\n");
+          MemorySnapshotJson(run.capture, group.rank(),
+                             run.cuda ? &run.cuda_segments : nullptr)
+                  .dump() +
+              "\n");
   }
   if (report.out_of_memory) {
     OutOfMemory(std::move(report), out_dir, group.size());

@@ -79,6 +79,10 @@ bool CudaSession::RanOutOfMemory() const {
   return Trace().out_of_memory().happened;
 }
 
+std::vector<CudaSegmentView> CudaSession::Segments() const {
+  return Trace().Segments();
+}
+
 CudaRun CudaSession::Finish() {
   CudaTrace& trace = Trace();
   const CudaAllocatorStats stats = ReadCudaAllocatorStats(run_.device);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "profiler/base/cuda_run.h"
 
@@ -28,6 +29,8 @@ class CudaSession {
   // Whether the allocator refused an allocation (its OOM entry).
   bool RanOutOfMemory() const;
   CudaRun Finish();
+  // The allocator's segments now, for the snapshot.
+  std::vector<CudaSegmentView> Segments() const;
 
   int device() const { return run_.device; }
 

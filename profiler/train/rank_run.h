@@ -47,6 +47,7 @@ struct RankRun {
   Breakdown out_of_memory_bytes{};
   // A run on a GPU (with the hook): the device's side.
   std::optional<CudaRun> cuda;
+  std::vector<CudaSegmentView> cuda_segments;  // at the end, for the snapshot
   bool RanOutOfMemory() const { return capture.out_of_memory.seq >= 0; }
 };
 

@@ -189,7 +189,10 @@ class RankTrainer {
   // Ends the session and computes the figures from its block lifetimes.
   RankRun Finish() {
     Mark(Phase::kIdle, 0);
-    if (cuda_ != nullptr) run_.cuda = cuda_->Finish();
+    if (cuda_ != nullptr) {
+      run_.cuda = cuda_->Finish();
+      run_.cuda_segments = cuda_->Segments();
+    }
     run_.capture = tracker_.EndSession();
     tracker_.SetMemoryLimit(0);
     const Capture& capture = run_.capture;

@@ -113,3 +113,47 @@ TEST(MemorySnapshot, ReplayUpToThePeakGivesThePeakBreakdown) {
 
 }  // namespace
 }  // namespace memprof
+
+namespace memprof {
+namespace {
+
+// Note [Snapshot of a GPU run]: the allocator's segments as the mirror
+// holds them, blocks in their states, allocated ones with the category of
+// the live block at their address.
+TEST(MemorySnapshot, AGpuRunListsTheAllocatorsRealSegments) {
+  constexpr int64_t kMiB = 1 << 20;
+  CudaAllocatorModel allocator;
+  allocator.SegmentAlloc(0x1000000, 2 * kMiB);
+  allocator.Alloc(0x1000000, 100);           // weights (see Session())
+  allocator.Alloc(0x1000000 + 512, 12);      // a temporary
+  allocator.FreeRequested(0x1000000 + 512);  // pending free: still active
+  allocator.SegmentAlloc(0x4000000, 20 * kMiB);
+  Capture capture = Session();
+  capture.lifetimes[1].address = 0x1000000;
+  const std::vector<CudaSegmentView> segments = allocator.Segments();
+  const Json snapshot = MemorySnapshotJson(capture, 0, &segments);
+  ASSERT_EQ(snapshot["segments"].size(), 2u);
+  const Json& small = snapshot["segments"][0];
+  EXPECT_EQ(small["address"], 0x1000000);
+  EXPECT_EQ(small["total_size"], 2 * kMiB);
+  EXPECT_EQ(small["segment_type"], "small");
+  EXPECT_EQ(small["allocated_size"], 512);
+  EXPECT_EQ(small["active_size"], 1024);
+  EXPECT_EQ(small["requested_size"], 112);
+  ASSERT_EQ(small["blocks"].size(), 3u);
+  EXPECT_EQ(small["blocks"][0]["state"], "active_allocated");
+  EXPECT_EQ(small["blocks"][0]["category"], "weights");
+  EXPECT_EQ(small["blocks"][1]["state"], "active_pending_free");
+  EXPECT_EQ(small["blocks"][2]["state"], "inactive");
+  EXPECT_EQ(small["blocks"][2]["size"], 2 * kMiB - 1024);
+  EXPECT_EQ(snapshot["segments"][1]["segment_type"], "large");
+  EXPECT_EQ(snapshot["memprof"]["device"], "cuda");
+  for (const Json& event : snapshot["device_traces"][0]) {
+    EXPECT_EQ(event["action"].get<std::string>().rfind("segment_", 0),
+              std::string::npos)
+        << "the mirror keeps the segments' state, not their history";
+  }
+}
+
+}  // namespace
+}  // namespace memprof
