@@ -36,6 +36,8 @@ struct CudaSelfCheck {
 // minus what this process's allocator has reserved: the CUDA context, the
 // libraries' handles, NCCL's buffers, and any other process on the GPU.
 // Read at named moments:
+//   process_start   before this process made its CUDA context (NVML's
+//                   used bytes; absent where NVML cannot answer)
 //   cuda_context    CUDA initialised on the rank's GPU
 //   cuda_libraries  after a warm-up matmul forward and backward (cuBLAS
 //                   handles and their workspaces)

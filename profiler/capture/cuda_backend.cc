@@ -3,6 +3,8 @@
 #include <stdexcept>
 
 #if MEMPROF_WITH_CUDA
+#include <dlfcn.h>
+
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <cuda_runtime_api.h>
 #endif
@@ -69,6 +71,45 @@ void SetCudaMemoryFraction(int device, double fraction) {
   alloc::setMemoryFraction(fraction, static_cast<c10::DeviceIndex>(device));
 }
 
+// NVML's C interface, as its documentation gives it (the driver ships the
+// library, the toolkit here no header): 0 is NVML_SUCCESS.
+struct NvmlMemory {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+using NvmlInit = int (*)();
+using NvmlHandleByPciBusId = int (*)(const char*, void**);
+using NvmlMemoryInfo = int (*)(void*, NvmlMemory*);
+
+int64_t DeviceUsedWithoutContext(int device) {
+  char bus_id[32] = {};
+  // The runtime names the device without making a context.
+  if (cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, device) != cudaSuccess) {
+    return -1;
+  }
+  void* nvml = ::dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (nvml == nullptr) return -1;
+  const auto init = reinterpret_cast<NvmlInit>(::dlsym(nvml, "nvmlInit_v2"));
+  const auto shutdown =
+      reinterpret_cast<NvmlInit>(::dlsym(nvml, "nvmlShutdown"));
+  const auto handle_of = reinterpret_cast<NvmlHandleByPciBusId>(
+      ::dlsym(nvml, "nvmlDeviceGetHandleByPciBusId_v2"));
+  const auto memory_of = reinterpret_cast<NvmlMemoryInfo>(
+      ::dlsym(nvml, "nvmlDeviceGetMemoryInfo"));
+  int64_t used = -1;
+  if (init && shutdown && handle_of && memory_of && init() == 0) {
+    void* handle = nullptr;
+    NvmlMemory memory{};
+    if (handle_of(bus_id, &handle) == 0 && memory_of(handle, &memory) == 0) {
+      used = static_cast<int64_t>(memory.used);
+    }
+    shutdown();
+  }
+  ::dlclose(nvml);
+  return used;
+}
+
 #else
 namespace {
 
@@ -86,6 +127,7 @@ void AttachCudaTrace(CudaTrace&) { NoCuda(); }
 CudaAllocatorStats ReadCudaAllocatorStats(int) { NoCuda(); }
 void ResetCudaPeaks(int) { NoCuda(); }
 CudaDeviceMemory ReadCudaDeviceMemory() { NoCuda(); }
+int64_t DeviceUsedWithoutContext(int) { NoCuda(); }
 void SetCudaMemoryFraction(int, double) { NoCuda(); }
 #endif
 

@@ -37,6 +37,10 @@ void AttachCudaTrace(CudaTrace& trace);
 CudaAllocatorStats ReadCudaAllocatorStats(int device);
 void ResetCudaPeaks(int device);
 CudaDeviceMemory ReadCudaDeviceMemory();
+// The device's used bytes as NVML reports them, which needs no CUDA
+// context: the moment before this process made one. -1 when NVML (the
+// driver's libnvidia-ml.so.1) cannot answer.
+int64_t DeviceUsedWithoutContext(int device);
 // The allocator refuses to reserve more than fraction x the device's total.
 void SetCudaMemoryFraction(int device, double fraction);
 

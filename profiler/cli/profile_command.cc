@@ -8,7 +8,6 @@
 #include "profiler/base/atomic_file.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/rank_env.h"
-#include "profiler/capture/cuda_backend.h"
 #include "profiler/capture/memory_snapshot.h"
 #include "profiler/cli/launcher.h"
 #include "profiler/gate/gate_run.h"
@@ -207,7 +206,6 @@ int RunProfileCommand(const ProfileArgs& args) {
   CreateOutputDirectory("--out", args.out_dir);  // before any training
   const GroupBackend backend =
       BackendOf(config, topology ? topology->local_rank : 0);
-  if (backend.cuda) SelectCudaDevice(backend.device);  // before NCCL
   std::unique_ptr<ProcessGroup> group;
   if (topology) {
     try {

@@ -38,6 +38,11 @@ void WarmUpLibraries(int device) {
 }  // namespace
 
 CudaSession::CudaSession(int device, int64_t memory_limit_bytes) {
+  // Before this process's context exists (the first session of a process;
+  // later ones find it made).
+  static const int64_t used_at_start = DeviceUsedWithoutContext(device);
+  if (used_at_start >= 0)
+    run_.moments.push_back({"process_start", used_at_start, 0, 0});
   SelectCudaDevice(device);
   run_.device = device;
   run_.device_name = CudaDeviceName(device);
@@ -45,13 +50,13 @@ CudaSession::CudaSession(int device, int64_t memory_limit_bytes) {
   Moment("cuda_context");
   run_.device_total = ReadCudaDeviceMemory().total_bytes;
   if (memory_limit_bytes > 0) {
-    const double fraction = std::min(
-        1.0, static_cast<double>(memory_limit_bytes) /
-                 static_cast<double>(run_.device_total));
+    const double fraction =
+        std::min(1.0, static_cast<double>(memory_limit_bytes) /
+                          static_cast<double>(run_.device_total));
     SetCudaMemoryFraction(device, fraction);
     // The allocator's own limit: fraction x total, truncated.
-    run_.memory_limit_bytes = static_cast<int64_t>(
-        fraction * static_cast<double>(run_.device_total));
+    run_.memory_limit_bytes =
+        static_cast<int64_t>(fraction * static_cast<double>(run_.device_total));
     trace.SetLimit(run_.memory_limit_bytes);
   }
   WarmUpLibraries(device);
@@ -66,8 +71,8 @@ void CudaSession::Moment(const std::string& name) {
 }
 
 void CudaSession::Check(Phase phase, int32_t step) {
-  run_.checks.push_back({step, phase, Trace().Now(),
-                         ReadCudaAllocatorStats(run_.device).now});
+  run_.checks.push_back(
+      {step, phase, Trace().Now(), ReadCudaAllocatorStats(run_.device).now});
 }
 
 void CudaSession::StartSteadyState() {

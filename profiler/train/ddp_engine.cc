@@ -49,6 +49,7 @@ struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::ProcessGroup> group;
   int rank = 0;
   int size = 1;
+  bool nccl = false;
 };
 
 // NCCL for GPU tensors, under its own key prefix in the shared store.
@@ -123,13 +124,25 @@ ProcessGroup::ProcessGroup(const RankTopology& topology, int64_t timeout_s,
                              NcclBackend(impl_->store, topology.rank,
                                          topology.world_size, timeout_s));
     impl_->group->setDefaultBackend(Type::NCCL);
+    impl_->nccl = true;
   } else {
     // Gloo reduces GPU tensors through host memory.
     impl_->group->setBackend(c10::DeviceType::CUDA, Type::GLOO, gloo_backend);
   }
 }
 
-ProcessGroup::~ProcessGroup() = default;
+ProcessGroup::~ProcessGroup() {
+  // As torch.distributed.destroy_process_group: NCCL's watchdog stops and
+  // its communicators go before the backend does (its destructor would
+  // otherwise warn and abort them itself).
+  if (impl_ && impl_->nccl) {
+    try {
+      impl_->group->getBackend(c10::DeviceType::CUDA)->shutdown();
+    } catch (const std::exception&) {
+      // the group is going away regardless
+    }
+  }
+}
 int ProcessGroup::rank() const { return impl_->rank; }
 int ProcessGroup::size() const { return impl_->size; }
 void ProcessGroup::Abandon() { (void)impl_.release(); }

@@ -49,9 +49,18 @@ TimedProcessGroup::TimedProcessGroup(
     : c10d::ProcessGroup(inner->getRank(), inner->getSize()),
       inner_(std::move(inner)),
       intervals_(std::move(intervals)) {
+  // The same backends: Gloo for host tensors, and for GPU tensors the
+  // group's default (NCCL, or Gloo again), which the Reducer also reaches
+  // for (the rebuilt buckets' indices are broadcast on the GPU).
+  using Type = c10d::ProcessGroup::BackendType;
   setDefaultBackend(inner_->getBackendType());
-  setBackend(c10::DeviceType::CPU, inner_->getBackendType(),
+  setBackend(c10::DeviceType::CPU, Type::GLOO,
              inner_->getBackend(c10::DeviceType::CPU));
+  for (const c10::Device& device : inner_->getDeviceTypes()) {
+    if (device.type() != c10::DeviceType::CUDA) continue;
+    setBackend(c10::DeviceType::CUDA, inner_->getBackendType(),
+               inner_->getBackend(c10::DeviceType::CUDA));
+  }
 }
 
 c10::intrusive_ptr<c10d::Work> TimedProcessGroup::allreduce(
