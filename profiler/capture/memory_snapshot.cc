@@ -70,9 +70,9 @@ Json GpuSegments(const std::vector<CudaSegmentView>& views,
         const auto it = live.find(block.address);
         // Blocks from before the session (the warm-up's workspaces) have
         // no category.
-        entry["category"] = it == live.end()
-                                ? "unknown"
-                                : std::string(CategoryName(it->second->category));
+        entry["category"] =
+            it == live.end() ? "unknown"
+                             : std::string(CategoryName(it->second->category));
       }
       blocks.push_back(std::move(entry));
     }

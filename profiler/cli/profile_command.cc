@@ -99,22 +99,13 @@ void CheckDevices(const RunConfig& config, int local_ranks,
 namespace {
 
 // The GPU of local rank `local_rank`: its own, or shared round-robin
-// under Gloo.
+// under Gloo (CheckDevices refused NCCL beyond one rank per GPU).
 GroupBackend BackendOf(const RunConfig& config, int local_rank) {
   GroupBackend backend;
   backend.backend = DdpBackend(config);
   backend.cuda = config.train.device == "cuda";
   if (!backend.cuda) return backend;
-  const int devices = ProbeCudaDevice().devices;
-  if (backend.backend == "nccl" && local_rank >= devices) {
-    throw InputError(
-        "--ddp.backend nccl: LOCAL_RANK=" + std::to_string(local_rank) +
-        " but this machine has " + std::to_string(devices) +
-        " GPU(s), and NCCL runs one rank per GPU; start at most " +
-        std::to_string(devices) +
-        " ranks per machine, or use --ddp.backend gloo");
-  }
-  backend.device = local_rank % devices;
+  backend.device = local_rank % ProbeCudaDevice().devices;
   return backend;
 }
 
@@ -184,7 +175,10 @@ int RunProfileCommand(const ProfileArgs& args) {
   if (!args.check.baseline_path.empty() && checker) {
     baseline = LoadBaseline(args.check.baseline_path);
   }
-  CheckDevices(config, topology ? 1 : static_cast<int>(config.ddp.world_size),
+  // Under an external launcher, local ranks 0..LOCAL_RANK are here at least.
+  CheckDevices(config,
+               topology ? topology->local_rank + 1
+                        : static_cast<int>(config.ddp.world_size),
                ProbeCudaDevice());
   if (!topology && config.ddp.world_size > 1) {
     CreateOutputDirectory("--out", args.out_dir);  // before any training

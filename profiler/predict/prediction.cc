@@ -118,9 +118,8 @@ Prediction Predict(const RunConfig& config) {
   p.optimizer_step.bytes = state;
   p.optimizer_step.bytes[Index(Category::kActivations)] = sizes.Of(4);
   p.optimizer_step.bytes[Index(Category::kTemporaries)] =
-      config.train.optimizer == "sgd"
-          ? 0
-          : 2 * sizes.Of(t.LargestParameterBytes());
+      config.train.optimizer == "sgd" ? 0
+                                      : 2 * sizes.Of(t.LargestParameterBytes());
 
   const int64_t n = config.ddp.world_size;
   auto shard = [n](int64_t bytes) { return (bytes + n - 1) / n; };

@@ -111,22 +111,19 @@ Json OutOfMemoryJson(const std::optional<OutOfMemoryFigures>& oom) {
               {"fit", FitJson(oom->fit)}};
 }
 
-Json CudaReplayJson(const std::optional<CudaReplay>& replay) {
-  if (!replay) return nullptr;
-  const CudaAllocatorFigures& at = replay->at_allocated_peak;
-  return Json{{"requested_bytes", at.requested},
-              {"allocated_bytes", at.allocated},
-              {"reserved_bytes", at.reserved},
-              {"inactive_split_bytes", at.inactive_split},
-              {"peak_reserved_bytes", replay->peak_reserved},
-              {"segments", replay->segments}};
-}
-
 Json FiguresJson(const CudaAllocatorFigures& f) {
   return Json{{"requested_bytes", f.requested},
               {"allocated_bytes", f.allocated},
               {"reserved_bytes", f.reserved},
               {"inactive_split_bytes", f.inactive_split}};
+}
+
+Json CudaReplayJson(const std::optional<CudaReplay>& replay) {
+  if (!replay) return nullptr;
+  Json out = FiguresJson(replay->at_allocated_peak);
+  out["peak_reserved_bytes"] = replay->peak_reserved;
+  out["segments"] = replay->segments;
+  return out;
 }
 
 Json CudaRunJson(const std::optional<CudaRun>& run) {
@@ -153,23 +150,22 @@ Json CudaRunJson(const std::optional<CudaRun>& run) {
            {"device_free_bytes", run->oom_device_free_bytes},
            {"at", FiguresJson(run->at_out_of_memory)}};
   }
-  return Json{
-      {"device", run->device},
-      {"device_name", run->device_name},
-      {"device_total_bytes", run->device_total},
-      {"at_allocated_peak", FiguresJson(run->at_allocated_peak)},
-      {"peak_reserved_bytes", run->peak_reserved},
-      {"allocator_peak_allocated_bytes", run->allocator_peak_allocated},
-      {"allocator_peak_reserved_bytes", run->allocator_peak_reserved},
-      {"predicted_at_peak", FiguresJson(run->predicted_at_peak)},
-      {"predicted_peak_reserved_bytes", run->predicted_peak_reserved},
-      {"before_session_allocated_bytes", run->before_session_allocated},
-      {"checks", std::move(checks)},
-      {"moments", std::move(moments)},
-      {"mismatches", run->mismatches},
-      {"first_mismatch", run->first_mismatch},
-      {"memory_limit_bytes", run->memory_limit_bytes},
-      {"out_of_memory", std::move(oom)}};
+  return Json{{"device", run->device},
+              {"device_name", run->device_name},
+              {"device_total_bytes", run->device_total},
+              {"at_allocated_peak", FiguresJson(run->at_allocated_peak)},
+              {"peak_reserved_bytes", run->peak_reserved},
+              {"allocator_peak_allocated_bytes", run->allocator_peak_allocated},
+              {"allocator_peak_reserved_bytes", run->allocator_peak_reserved},
+              {"predicted_at_peak", FiguresJson(run->predicted_at_peak)},
+              {"predicted_peak_reserved_bytes", run->predicted_peak_reserved},
+              {"before_session_allocated_bytes", run->before_session_allocated},
+              {"checks", std::move(checks)},
+              {"moments", std::move(moments)},
+              {"mismatches", run->mismatches},
+              {"first_mismatch", run->first_mismatch},
+              {"memory_limit_bytes", run->memory_limit_bytes},
+              {"out_of_memory", std::move(oom)}};
 }
 
 Json ContextJson(const ReportContext& c) {

@@ -405,18 +405,14 @@ LiveSeries RankReportReader::Series(const Json& series) const {
 CudaReplay RankReportReader::Replay(const Json& replay) const {
   CudaReplay out;
   const char* where = "cuda_replay";
-  CudaAllocatorFigures& at = out.at_allocated_peak;
-  at.requested = r_.Bytes(replay, where, "requested_bytes");
-  at.allocated = r_.Bytes(replay, where, "allocated_bytes");
-  at.reserved = r_.Bytes(replay, where, "reserved_bytes");
-  at.inactive_split = r_.Bytes(replay, where, "inactive_split_bytes");
+  out.at_allocated_peak = Figures(replay, where);
   out.peak_reserved = r_.Bytes(replay, where, "peak_reserved_bytes");
   out.segments = r_.Bytes(replay, where, "segments");
   return out;
 }
 
 CudaAllocatorFigures RankReportReader::Figures(const Json& f,
-                                              const std::string& where) const {
+                                               const std::string& where) const {
   return {r_.Bytes(f, where, "requested_bytes"),
           r_.Bytes(f, where, "allocated_bytes"),
           r_.Bytes(f, where, "reserved_bytes"),

@@ -17,8 +17,7 @@ uint64_t HashTensors(const std::vector<torch::Tensor>& tensors) {
   for (const torch::Tensor& tensor : tensors) {
     if (!tensor.defined()) continue;
     // A GPU tensor is hashed from a host copy.
-    const torch::Tensor dense =
-        tensor.detach().to(torch::kCPU).contiguous();
+    const torch::Tensor dense = tensor.detach().to(torch::kCPU).contiguous();
     XXH3_64bits_update(state.get(), dense.data_ptr(), dense.nbytes());
   }
   return XXH3_64bits_digest(state.get());

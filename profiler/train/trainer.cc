@@ -9,9 +9,9 @@
 #include "models/model.h"
 #include "profiler/base/errors.h"
 #include "profiler/capture/cpu_hook.h"
+#include "profiler/capture/cuda_backend.h"
 #include "profiler/capture/memory_tracker.h"
 #include "profiler/train/attribution.h"
-#include "profiler/capture/cuda_backend.h"
 #include "profiler/train/cuda_session.h"
 #include "profiler/train/redundancy.h"
 
@@ -80,8 +80,8 @@ int64_t CountElements(const std::vector<torch::Tensor>& tensors) {
 // so that what they hold is still live when the session ends.
 class RankTrainer {
  public:
-  RankTrainer(const RunConfig& config, ProcessGroup& group,
-              CudaSession* cuda, int cuda_device)
+  RankTrainer(const RunConfig& config, ProcessGroup& group, CudaSession* cuda,
+              int cuda_device)
       : config_(config),
         group_(group),
         tracker_(MemoryTracker::Get()),
