@@ -16,10 +16,9 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
-#include <mutex>
-#include <unordered_map>
 #include <vector>
 
+#include "bench/naive_hook.h"
 #include "profiler/base/statistics.h"
 #include "profiler/capture/cpu_hook.h"
 #include "profiler/capture/memory_tracker.h"
@@ -31,56 +30,6 @@ constexpr int64_t kSizes[] = {64,      1 << 10,  16 << 10, 256 << 10,
 constexpr int kBatch = 256;  // pairs per timed batch
 // Lifetime log entries kept before the bench starts a fresh session.
 constexpr int64_t kLogLimit = 1 << 20;
-
-// The straightforward design the hook is measured against.
-class NaiveHook final : public c10::Allocator {
- public:
-  explicit NaiveHook(c10::Allocator* base) : base_(base) {}
-  c10::DataPtr allocate(size_t bytes) override {
-    c10::DataPtr block = base_->allocate(bytes);
-    void* data = block.get();
-    auto* context =
-        new Context{this, data, block.get_context(), block.get_deleter()};
-    block.release_context();
-    {
-      std::lock_guard<std::mutex> guard(mutex_);
-      blocks_[data] = Block{static_cast<int64_t>(bytes), seq_++};
-      current_ += static_cast<int64_t>(bytes);
-    }
-    return c10::DataPtr(data, context, &Delete, block.device());
-  }
-  void copy_data(void* dest, const void* src,
-                 std::size_t count) const override {
-    default_copy_data(dest, src, count);
-  }
-
- private:
-  struct Block {
-    int64_t bytes, seq;
-  };
-  struct Context {
-    const NaiveHook* hook;
-    void* data;
-    void* ctx;
-    c10::DeleterFnPtr deleter;
-  };
-  static void Delete(void* raw) {
-    auto* context = static_cast<Context*>(raw);
-    {
-      std::lock_guard<std::mutex> guard(context->hook->mutex_);
-      auto it = context->hook->blocks_.find(context->data);
-      context->hook->current_ -= it->second.bytes;
-      context->hook->blocks_.erase(it);
-      ++context->hook->seq_;
-    }
-    context->deleter(context->ctx);
-    delete context;
-  }
-  c10::Allocator* base_;
-  mutable std::mutex mutex_;
-  mutable std::unordered_map<void*, Block> blocks_;
-  mutable int64_t seq_ = 0, current_ = 0;
-};
 
 double BatchNanos(c10::Allocator* allocator, size_t bytes) {
   const auto start = std::chrono::steady_clock::now();
@@ -97,7 +46,7 @@ void BM_HookedVsBare(benchmark::State& state) {
   const size_t bytes = static_cast<size_t>(state.range(0));
   c10::Allocator* bare = c10::GetDefaultCPUAllocator();
   c10::Allocator* hooked = memprof::CpuHookAllocator();
-  static NaiveHook naive(bare);
+  static memprof::NaiveHook naive(bare);
   memprof::MemoryTracker& tracker = memprof::MemoryTracker::Get();
   tracker.BeginSession();
   double bare_ns = 0, hooked_ns = 0, naive_ns = 0;

@@ -26,6 +26,7 @@ MEMPROF_PACKAGES=(
   libgtest-dev googletest
   libbenchmark-dev
   libxxhash-dev
+  valgrind              # callgrind: bench/instructions.sh and the hot-path gate
   clang libclang-rt-14-dev  # fuzz/reports_fuzzer (libFuzzer)
   chromium              # the report.html test renders the page headless
 )

@@ -19,11 +19,14 @@ namespace {
 // per-block memory at all. A block whose context or deleter differs (another
 // base allocator) keeps both in a small heap record instead.
 c10::DeleterFnPtr g_base_deleter = nullptr;  // D, set once by the hook
+// MemoryTracker::Get(), set once by the hook: no static-local guard check
+// on the hot path.
+MemoryTracker* g_tracker = nullptr;
 
 // Also the raw_deleter(): raw_deallocate(nullptr) (oneDNN frees the empty
 // buffer of a zero-byte raw_allocate that way) is not a block.
 void HookDelete(void* data) {
-  if (data != nullptr) MemoryTracker::Get().RecordFree(data);
+  if (data != nullptr) g_tracker->RecordFree(data);
   g_base_deleter(data);
 }
 
@@ -35,7 +38,7 @@ struct ForeignBlock {
 
 void HookDeleteForeign(void* record) {
   const ForeignBlock* block = static_cast<ForeignBlock*>(record);
-  MemoryTracker::Get().RecordFree(block->data);
+  g_tracker->RecordFree(block->data);
   block->deleter(block->ctx);
   delete block;
 }
@@ -57,26 +60,25 @@ class CpuHook final : public c10::Allocator {
   explicit CpuHook(c10::Allocator* base) : base_(base) {
     c10::DataPtr probe = base_->allocate(1);
     g_base_deleter = probe.get_deleter();
+    g_tracker = &MemoryTracker::Get();
   }
 
   c10::DataPtr allocate(size_t bytes) override {
     c10::DataPtr block = base_->allocate(bytes);
     void* data = block.get();
     if (data == nullptr) return block;  // zero-byte storages: nothing to see
-    const c10::Device device = block.device();
-    void* ctx = block.get_context();
-    const c10::DeleterFnPtr deleter = block.get_deleter();
-    block.release_context();
-    MemoryTracker& tracker = MemoryTracker::Get();
-    if (!tracker.RecordAlloc(data, static_cast<int64_t>(bytes))) {
-      deleter(ctx);  // refused by the memory limit: give it back
-      ThrowOutOfMemory(tracker.out_of_memory(), static_cast<int64_t>(bytes));
+    if (C10_UNLIKELY(
+            !g_tracker->RecordAlloc(data, static_cast<int64_t>(bytes)))) {
+      Refused(bytes);  // the block goes back as `block` unwinds
     }
-    if (ctx == data && deleter == g_base_deleter) {
-      return c10::DataPtr(data, data, &HookDelete, device);
+    // The common case swaps the deleter in place; every path returns
+    // `block` itself, so it is built in the caller's return slot.
+    if (C10_UNLIKELY(
+            block.get_context() != data ||
+            !block.compare_exchange_deleter(g_base_deleter, &HookDelete))) {
+      MakeForeign(block);
     }
-    return c10::DataPtr(data, new ForeignBlock{data, ctx, deleter},
-                        &HookDeleteForeign, device);
+    return block;
   }
 
   // Context == data for our blocks, so raw_allocate/raw_deallocate work.
@@ -89,6 +91,24 @@ class CpuHook final : public c10::Allocator {
   }
 
  private:
+  // Refused by the memory limit: the error LibTorch's device allocators
+  // raise when a device is full.
+  [[noreturn]] C10_NOINLINE static void Refused(size_t bytes) {
+    ThrowOutOfMemory(g_tracker->out_of_memory(), static_cast<int64_t>(bytes));
+  }
+
+  // Another base allocator's block: its context and deleter are kept in a
+  // heap record.
+  C10_NOINLINE static void MakeForeign(c10::DataPtr& block) {
+    void* data = block.get();
+    const c10::Device device = block.device();
+    void* ctx = block.get_context();
+    const c10::DeleterFnPtr deleter = block.get_deleter();
+    block.release_context();
+    block = c10::DataPtr(data, new ForeignBlock{data, ctx, deleter},
+                         &HookDeleteForeign, device);
+  }
+
   c10::Allocator* base_;
 };
 

@@ -31,14 +31,6 @@ Category CategoryOfTag(uint64_t tagged) {
 }
 uint8_t FlagsOf(uint64_t tagged) { return static_cast<uint8_t>(tagged >> 56); }
 
-// Fibonacci hashing of the block address (blocks are 16-byte aligned).
-size_t Home(const void* ptr, size_t mask) {
-  return static_cast<size_t>((reinterpret_cast<uintptr_t>(ptr) >> 4) *
-                                 0x9E3779B97F4A7C15ull >>
-                             32) &
-         mask;
-}
-
 Lifetime ToLifetime(int64_t alloc_seq, int64_t free_seq, uint64_t tagged,
                     const void* ptr) {
   Lifetime life;
@@ -47,6 +39,10 @@ Lifetime ToLifetime(int64_t alloc_seq, int64_t free_seq, uint64_t tagged,
   life.free_seq = free_seq;
   life.bytes = BytesOf(tagged);
   life.category = CategoryOfTag(tagged);
+  // Freed while pending: a temporary (Note [Block lifetimes]).
+  if (free_seq != kLive && life.category == Category::kPending) {
+    life.category = Category::kTemporaries;
+  }
   life.flags = static_cast<uint8_t>(FlagsOf(tagged) & ~kFlagOwned);
   return life;
 }
@@ -74,28 +70,29 @@ void MemoryTracker::SpinLock::LockContended() {
 void MemoryTracker::Log::NextChunk() {
   current_ = started_ ? current_ + 1 : 0;
   started_ = true;
-  used_ = 0;
-  if (current_ < chunks_.size()) return;
-  void* chunk =
-      ::mmap(nullptr, kChunkEntries * sizeof(LogEntry), PROT_READ | PROT_WRITE,
-             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (chunk == MAP_FAILED) throw std::bad_alloc();
-  chunks_.push_back(static_cast<LogEntry*>(chunk));
+  if (current_ == chunks_.size()) {
+    void* chunk =
+        ::mmap(nullptr, kChunkEntries * sizeof(LogEntry),
+               PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (chunk == MAP_FAILED) throw std::bad_alloc();
+    chunks_.push_back(static_cast<LogEntry*>(chunk));
+  }
+  cursor_ = chunks_[current_];
+  end_ = cursor_ + kChunkEntries;
 }
 
 void MemoryTracker::Log::Clear() {
   current_ = 0;
-  used_ = kChunkEntries;
+  cursor_ = end_ = nullptr;
   started_ = false;
 }
 
 void MemoryTracker::Log::AppendTo(std::vector<Lifetime>& out) const {
   if (!started_) return;
   for (size_t c = 0; c <= current_; ++c) {
-    const size_t n = c < current_ ? kChunkEntries : used_;
-    for (size_t i = 0; i < n; ++i) {
-      const LogEntry& e = chunks_[c][i];
-      out.push_back(ToLifetime(e.alloc_seq, e.free_seq, e.tagged, e.ptr));
+    const LogEntry* last = c < current_ ? chunks_[c] + kChunkEntries : cursor_;
+    for (const LogEntry* e = chunks_[c]; e != last; ++e) {
+      out.push_back(ToLifetime(e->alloc_seq, e->free_seq, e->tagged, e->ptr));
     }
   }
 }
@@ -105,22 +102,22 @@ MemoryTracker& MemoryTracker::Get() {
   return *tracker;
 }
 
-MemoryTracker::MemoryTracker() : slots_(kInitialSlots) {}
+MemoryTracker::MemoryTracker() : table_(kInitialSlots) {
+  slots_ = table_.data();
+  mask_ = table_.size() - 1;
+}
 
 size_t MemoryTracker::Find(const void* ptr) const {
-  const size_t mask = slots_.size() - 1;
-  for (size_t i = Home(ptr, mask); slots_[i].ptr != nullptr;
-       i = (i + 1) & mask) {
+  for (size_t i = Home(ptr, mask_); slots_[i].ptr != nullptr;
+       i = (i + 1) & mask_) {
     if (slots_[i].ptr == ptr) return i;
   }
-  return slots_.size();
+  return mask_ + 1;
 }
 
 void MemoryTracker::Insert(const Slot& slot) {
-  if (2 * (used_ + 1) > slots_.size()) Grow();
-  const size_t mask = slots_.size() - 1;
-  size_t i = Home(slot.ptr, mask);
-  for (; slots_[i].ptr != nullptr; i = (i + 1) & mask) {
+  size_t i = Home(slot.ptr, mask_);
+  for (; slots_[i].ptr != nullptr; i = (i + 1) & mask_) {
     TORCH_INTERNAL_ASSERT(slots_[i].ptr != slot.ptr, "block recorded twice");
   }
   slots_[i] = slot;
@@ -128,13 +125,12 @@ void MemoryTracker::Insert(const Slot& slot) {
 }
 
 // Backward-shift deletion keeps probe chains intact without tombstones.
-void MemoryTracker::EraseAt(size_t index) {
-  const size_t mask = slots_.size() - 1;
+void MemoryTracker::EraseShifting(size_t index) {
   size_t hole = index;
-  for (size_t i = (index + 1) & mask; slots_[i].ptr != nullptr;
-       i = (i + 1) & mask) {
+  for (size_t i = (index + 1) & mask_; slots_[i].ptr != nullptr;
+       i = (i + 1) & mask_) {
     // Slot i may fill the hole unless its home lies in (hole, i].
-    if (((i - Home(slots_[i].ptr, mask)) & mask) >= ((i - hole) & mask)) {
+    if (((i - Home(slots_[i].ptr, mask_)) & mask_) >= ((i - hole) & mask_)) {
       slots_[hole] = slots_[i];
       hole = i;
     }
@@ -144,32 +140,50 @@ void MemoryTracker::EraseAt(size_t index) {
 }
 
 void MemoryTracker::Grow() {
-  std::vector<Slot> old(slots_.size() * 2);
-  old.swap(slots_);
+  std::vector<Slot> old(table_.size() * 2);
+  old.swap(table_);
+  slots_ = table_.data();
+  mask_ = table_.size() - 1;
   used_ = 0;
   for (const Slot& slot : old) {
     if (slot.ptr != nullptr) Insert(slot);
   }
 }
 
-void MemoryTracker::Retag(Slot& slot, Category to, uint8_t add_flags) {
-  slot.tagged = Tag(BytesOf(slot.tagged), to,
-                    static_cast<uint8_t>(FlagsOf(slot.tagged) | add_flags));
-}
-
-bool MemoryTracker::RecordAlloc(void* ptr, int64_t bytes) {
-  std::lock_guard<SpinLock> guard(lock_);
-  if (limit_bytes_ != 0 && logging_ &&
-      session_current_ + bytes > limit_bytes_) {
+bool MemoryTracker::RecordAllocSlow(void* ptr, int64_t bytes, bool locked) {
+  if (!locked) lock_.lock();
+  std::lock_guard<SpinLock> guard(lock_, std::adopt_lock);
+  if (session_current_ + bytes > refuse_above_) {
     RefuseLocked(bytes, limit_bytes_);
     return false;
   }
+  if (2 * (used_ + 1) > mask_ + 1) Grow();  // load factor at most 1/2
   Insert(Slot{ptr, seq_++, Tag(bytes, Category::kPending, 0)});
-  ++count_;
-  total_current_ += bytes;
-  total_peak_ = std::max(total_peak_, total_current_);
-  if (logging_) session_current_ += bytes;
+  session_current_ += bytes;
   return true;
+}
+
+void MemoryTracker::RecordFreeSlow(void* ptr, bool locked) {
+  if (!locked) lock_.lock();
+  std::lock_guard<SpinLock> guard(lock_, std::adopt_lock);
+  const int64_t seq = seq_++;
+  const size_t index = Find(ptr);
+  TORCH_INTERNAL_ASSERT(index <= mask_, "free of an unknown block ", ptr);
+  const Slot& slot = slots_[index];
+  if (slot.seq >= log_from_seq_) {
+    log_.Append(LogEntry{slot.seq, seq, slot.tagged, ptr});
+    session_current_ -= BytesOf(slot.tagged);
+  }
+  EraseShifting(index);
+}
+
+void MemoryTracker::ArmLimitLocked() {
+  refuse_above_ = logging_ && limit_bytes_ != 0 ? limit_bytes_ : kNoLimit;
+}
+
+void MemoryTracker::Retag(Slot& slot, Category to, uint8_t add_flags) {
+  slot.tagged = Tag(BytesOf(slot.tagged), to,
+                    static_cast<uint8_t>(FlagsOf(slot.tagged) | add_flags));
 }
 
 void MemoryTracker::RecordRefusal(int64_t bytes, int64_t limit_bytes) {
@@ -188,25 +202,6 @@ void MemoryTracker::RefuseLocked(int64_t bytes, int64_t limit_bytes) {
   }
 }
 
-void MemoryTracker::RecordFree(void* ptr) {
-  std::lock_guard<SpinLock> guard(lock_);
-  const int64_t seq = seq_++;
-  const size_t index = Find(ptr);
-  TORCH_INTERNAL_ASSERT(index < slots_.size(), "free of an unknown block");
-  Slot& slot = slots_[index];
-  if (CategoryOfTag(slot.tagged) == Category::kPending) {
-    Retag(slot, Category::kTemporaries);  // freed unresolved: a temporary
-  }
-  const int64_t bytes = BytesOf(slot.tagged);
-  freed_[Index(CategoryOfTag(slot.tagged))] += bytes;
-  total_current_ -= bytes;
-  if (logging_ && slot.seq >= begin_seq_) {
-    log_.Append(LogEntry{slot.seq, seq, slot.tagged, slot.ptr});
-    session_current_ -= bytes;
-  }
-  EraseAt(index);
-}
-
 void MemoryTracker::BeginSession() {
   const int64_t unix_us =
       std::chrono::duration_cast<std::chrono::microseconds>(
@@ -216,7 +211,9 @@ void MemoryTracker::BeginSession() {
   std::lock_guard<SpinLock> guard(lock_);
   log_.Clear();
   begin_seq_ = seq_;
+  log_from_seq_ = seq_;
   logging_ = true;
+  ArmLimitLocked();
   marks_.clear();
   marks_.push_back(PhaseMark{seq_, Phase::kIdle, 0, 0});
   begin_unix_us_ = unix_us;
@@ -227,6 +224,7 @@ void MemoryTracker::BeginSession() {
 void MemoryTracker::SetMemoryLimit(int64_t bytes) {
   std::lock_guard<SpinLock> guard(lock_);
   limit_bytes_ = bytes;
+  ArmLimitLocked();
 }
 
 OutOfMemory MemoryTracker::out_of_memory() const {
@@ -245,7 +243,7 @@ ResolveResult MemoryTracker::Resolve(const void* ptr, Category category,
                                      uint8_t flags) {
   std::lock_guard<SpinLock> guard(lock_);
   const size_t index = Find(ptr);
-  if (index == slots_.size()) return ResolveResult::kNotFound;
+  if (index > mask_) return ResolveResult::kNotFound;
   Slot& slot = slots_[index];
   if (FlagsOf(slot.tagged) & kFlagOwned) {
     return CategoryOfTag(slot.tagged) == category ? ResolveResult::kAlready
@@ -264,7 +262,7 @@ int64_t MemoryTracker::ResolvePendingSinceLocked(int64_t seq,
                                                  Category category) {
   const int64_t from = std::max(seq, begin_seq_);
   int64_t bytes = 0;
-  for (Slot& slot : slots_) {
+  for (Slot& slot : table_) {
     if (slot.ptr != nullptr && slot.seq >= from &&
         CategoryOfTag(slot.tagged) == Category::kPending) {
       Retag(slot, category);
@@ -277,8 +275,8 @@ int64_t MemoryTracker::ResolvePendingSinceLocked(int64_t seq,
 Category MemoryTracker::CategoryOf(const void* ptr) const {
   std::lock_guard<SpinLock> guard(lock_);
   const size_t index = Find(ptr);
-  return index == slots_.size() ? Category::kUnattributed
-                                : CategoryOfTag(slots_[index].tagged);
+  return index > mask_ ? Category::kUnattributed
+                       : CategoryOfTag(slots_[index].tagged);
 }
 
 Capture MemoryTracker::EndSession() {
@@ -290,9 +288,11 @@ Capture MemoryTracker::EndSession() {
   capture.end_ns = NanosecondsSince(begin_time_);
   capture.out_of_memory = out_of_memory_;
   logging_ = false;
+  log_from_seq_ = kLive;
+  ArmLimitLocked();
   log_.AppendTo(capture.lifetimes);
   log_.Clear();
-  for (Slot& slot : slots_) {
+  for (Slot& slot : table_) {
     if (slot.ptr == nullptr || slot.seq < begin_seq_) continue;
     if (CategoryOfTag(slot.tagged) == Category::kPending) {
       Retag(slot, Category::kUnattributed);
@@ -305,34 +305,13 @@ Capture MemoryTracker::EndSession() {
   return capture;
 }
 
-std::array<Stat, kNumCategorySlots> MemoryTracker::CategoryCounters() const {
+int64_t MemoryTracker::LiveBytes() const {
   std::lock_guard<SpinLock> guard(lock_);
-  std::array<Stat, kNumCategorySlots> stats{};
-  for (const Slot& slot : slots_) {
-    if (slot.ptr != nullptr) {
-      stats[Index(CategoryOfTag(slot.tagged))].current += BytesOf(slot.tagged);
-    }
+  int64_t bytes = 0;
+  for (const Slot& slot : table_) {
+    if (slot.ptr != nullptr) bytes += BytesOf(slot.tagged);
   }
-  for (int c = 0; c < kNumCategorySlots; ++c) {
-    stats[c].freed = freed_[c];
-    stats[c].allocated = stats[c].current + freed_[c];
-  }
-  return stats;
-}
-
-Stat MemoryTracker::Total() const {
-  std::lock_guard<SpinLock> guard(lock_);
-  Stat total;
-  for (int64_t bytes : freed_) total.freed += bytes;
-  total.current = total_current_;
-  total.allocated = total.current + total.freed;
-  total.peak = total_peak_;
-  return total;
-}
-
-int64_t MemoryTracker::allocation_count() const {
-  std::lock_guard<SpinLock> guard(lock_);
-  return count_;
+  return bytes;
 }
 
 }  // namespace memprof

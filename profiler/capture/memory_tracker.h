@@ -17,19 +17,28 @@
 // (lifetime_analysis.h), so a late resolution never corrupts a figure.
 //
 // Note [Hook cost]
-// RecordAlloc/RecordFree are the hot path: one spinlock (an atomic exchange
-// to take it, a plain store to release it), an insert or erase in a flat
-// open-addressing table of 24-byte slots, plain counters, and at a free one
-// 32-byte append to a log made of fixed chunks mapped straight from the OS
-// (so the log neither copies on growth nor disturbs the malloc heap the
-// profiled program allocates from). `seq`, the Stats and the log are plain
-// fields under the lock: a pair costs two atomic operations in all, where a
-// sharded table would need an atomic `seq` and total on top. The hot fields
-// share two cache lines; per-category peaks are not kept live (they depend
-// on final categories and come from the lifetimes). Phase and step
-// are not stored per block (they follow from seq and the marks), nor is a
-// backend handle (the CPU hook keeps its deleter outside the table).
-// Measured by bench/hook_alloc_bench; figures in the README.
+// RecordAlloc/RecordFree are the hot path, inline in this header so the
+// hook's translation unit compiles them into its own allocate and delete:
+// one spinlock (an atomic exchange to take it, a plain store to release
+// it), one probe of a flat open-addressing table of 24-byte slots (home
+// slot found in the common case; a free whose next slot is empty erases
+// without shifting), and at a free one 32-byte append to a log made of
+// fixed chunks mapped straight from the OS (so the log neither copies on
+// growth nor disturbs the malloc heap the profiled program allocates
+// from). Nothing else: no branch on categories (a block freed while
+// pending is read as a temporary when the log is read), no totals, no
+// counts, no peaks (all of them follow from the lifetimes), one
+// comparison for the memory limit (refuse_above_ is the limit during a
+// session and the largest int64 otherwise) and one for "is this block the
+// session's" (log_from_seq_ is the session's first seq, kLive outside
+// one). `seq` and the log are plain fields under the lock: a pair costs
+// two atomic operations in all, where a sharded table would need an
+// atomic `seq` on top. Phase and step are not stored per block (they
+// follow from seq and the marks), nor is a backend handle (the CPU hook
+// keeps its deleter outside the table). Instructions per pair are counted
+// by bench/instructions.sh and gated (ctest bench.hot_path_gate,
+// bench/hot_path_bound.txt); the designs tried and their costs are in the
+// README ("Hook overhead").
 //
 // Locking: `lock_` guards every field declared after it. `marks_` belongs
 // to the thread that drives the training loop (BeginSession, SetPhase,
@@ -41,6 +50,7 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <mutex>
 #include <vector>
 
 #include "profiler/base/category.h"
@@ -147,19 +157,15 @@ class MemoryTracker {
   // session's lifetimes (live blocks with free_seq = kLive) and marks.
   Capture EndSession();
 
-  // Live counters by the category each block has now (pending included):
-  // current and allocated from the live table, freed by final category.
-  // The hot path keeps no per-category peak (Note [Hook cost]); peaks by
-  // final category come from Analyze(), which reports use.
-  std::array<Stat, kNumCategorySlots> CategoryCounters() const;
-  Stat Total() const;  // with the live peak of all categories together
-  int64_t allocation_count() const;
+  // Bytes of the blocks live now, in a session or not (a walk of the
+  // table, not a hot-path counter).
+  int64_t LiveBytes() const;
 
  private:
   // bytes (low 48 bits) | category << 48 | flags << 56.
   using Tagged = uint64_t;
   struct Slot {
-    void* ptr = nullptr;  // nullptr: empty
+    const void* ptr = nullptr;  // nullptr: empty
     int64_t seq = 0;
     Tagged tagged = 0;
   };
@@ -172,9 +178,10 @@ class MemoryTracker {
   // Append-only chunks of LogEntry, mapped from the OS, reused by sessions.
   class Log {
    public:
+    bool full() const { return cursor_ == end_; }
     void Append(const LogEntry& entry) {
-      if (used_ == kChunkEntries) NextChunk();
-      chunks_[current_][used_++] = entry;
+      if (full()) NextChunk();
+      *cursor_++ = entry;
     }
     void Clear();
     void AppendTo(std::vector<Lifetime>& out) const;
@@ -183,8 +190,9 @@ class MemoryTracker {
     static constexpr size_t kChunkEntries = size_t{1} << 16;
     void NextChunk();
     std::vector<LogEntry*> chunks_;
-    size_t current_ = 0;
-    size_t used_ = kChunkEntries;  // full: the first Append maps a chunk
+    size_t current_ = 0;          // chunks_[current_] holds cursor_
+    LogEntry* cursor_ = nullptr;  // next entry; == end_: none mapped yet
+    LogEntry* end_ = nullptr;
     bool started_ = false;
   };
 
@@ -194,6 +202,9 @@ class MemoryTracker {
       if (!locked_.exchange(true, std::memory_order_acquire)) return;
       LockContended();
     }
+    bool try_lock() {
+      return !locked_.exchange(true, std::memory_order_acquire);
+    }
     void unlock() { locked_.store(false, std::memory_order_release); }
 
    private:
@@ -201,35 +212,91 @@ class MemoryTracker {
     std::atomic<bool> locked_{false};
   };
 
+  static constexpr int64_t kNoLimit = std::numeric_limits<int64_t>::max();
+  static constexpr uint64_t kBytesMask = (uint64_t{1} << 48) - 1;
+  static constexpr Tagged kPendingTag = static_cast<Tagged>(Category::kPending)
+                                        << 48;
+
+  // Fibonacci hashing of the block address (blocks are 16-byte aligned).
+  static size_t Home(const void* ptr, size_t mask) {
+    return static_cast<size_t>((reinterpret_cast<uintptr_t>(ptr) >> 4) *
+                                   0x9E3779B97F4A7C15ull >>
+                               32) &
+           mask;
+  }
+
   MemoryTracker();
-  size_t Find(const void* ptr) const;  // slots_.size() when absent
+  // The whole event, for every case the fast paths leave out; `locked`:
+  // the caller holds lock_. Both release it.
+  bool RecordAllocSlow(void* ptr, int64_t bytes, bool locked);
+  void RecordFreeSlow(void* ptr, bool locked);
+  size_t Find(const void* ptr) const;  // mask_ + 1 when absent
   void Insert(const Slot& slot);
-  void EraseAt(size_t index);
+  void EraseShifting(size_t index);
   void Grow();
   static void Retag(Slot& slot, Category to, uint8_t add_flags = 0);
   int64_t ResolvePendingSinceLocked(int64_t seq, Category category);
   void RefuseLocked(int64_t bytes, int64_t limit_bytes);
+  void ArmLimitLocked();  // refuse_above_ from limit_bytes_ and logging_
 
   std::vector<PhaseMark> marks_;                      // loop thread only
   std::chrono::steady_clock::time_point begin_time_;  // loop thread only
 
   // The fields the hot path touches share two cache lines.
   alignas(64) mutable SpinLock lock_;
-  bool logging_ = false;
   int64_t seq_ = 0;
-  int64_t begin_seq_ = 0;
-  int64_t begin_unix_us_ = 0;
-  int64_t limit_bytes_ = 0;      // 0: none (Note [Memory limit])
-  int64_t session_current_ = 0;  // live bytes allocated in the session
-  OutOfMemory out_of_memory_;
-  int64_t count_ = 0;  // allocations recorded
-  int64_t total_current_ = 0;
-  int64_t total_peak_ = 0;
-  // Bytes freed by final category; a live block's category is in its slot.
-  std::array<int64_t, kNumCategorySlots> freed_{};
-  std::vector<Slot> slots_;  // power-of-two size, linear probing
+  int64_t session_current_ = 0;      // live bytes allocated in the session
+  int64_t refuse_above_ = kNoLimit;  // Note [Hook cost]
+  int64_t log_from_seq_ = kLive;     // Note [Hook cost]
+  Slot* slots_ = nullptr;            // table_.data()
+  size_t mask_ = 0;                  // table_.size() - 1, a power of two
   size_t used_ = 0;
   Log log_;  // freed blocks of the session
+  // Cold: touched by sessions, limits and queries only.
+  bool logging_ = false;
+  int64_t begin_seq_ = 0;
+  int64_t begin_unix_us_ = 0;
+  int64_t limit_bytes_ = 0;  // 0: none (Note [Memory limit])
+  OutOfMemory out_of_memory_;
+  std::vector<Slot> table_;  // linear probing
 };
+
+// The fast paths below leave every uncommon case (a contended lock, the
+// limit, a grown or taken home slot, a full log chunk, a free that must
+// shift its neighbours back) to one out-of-line call that does the whole
+// event, so the common case keeps its values in registers and saves none.
+[[gnu::always_inline]] inline bool MemoryTracker::RecordAlloc(void* ptr,
+                                                              int64_t bytes) {
+  if (!lock_.try_lock()) return RecordAllocSlow(ptr, bytes, false);
+  Slot& slot = slots_[Home(ptr, mask_)];
+  if (slot.ptr != nullptr || 2 * used_ >= mask_ ||
+      session_current_ + bytes > refuse_above_) {
+    return RecordAllocSlow(ptr, bytes, true);
+  }
+  slot = Slot{ptr, seq_++, static_cast<Tagged>(bytes) | kPendingTag};
+  ++used_;
+  session_current_ += bytes;
+  lock_.unlock();
+  return true;
+}
+
+[[gnu::always_inline]] inline void MemoryTracker::RecordFree(void* ptr) {
+  if (!lock_.try_lock()) return RecordFreeSlow(ptr, false);
+  const size_t i = Home(ptr, mask_);
+  Slot& slot = slots_[i];
+  const bool logged = slot.seq >= log_from_seq_;
+  if (slot.ptr != ptr || slots_[(i + 1) & mask_].ptr != nullptr ||
+      (logged && log_.full())) {
+    return RecordFreeSlow(ptr, true);
+  }
+  if (logged) {
+    log_.Append(LogEntry{slot.seq, seq_, slot.tagged, ptr});
+    session_current_ -= static_cast<int64_t>(slot.tagged & kBytesMask);
+  }
+  ++seq_;
+  slot.ptr = nullptr;
+  --used_;
+  lock_.unlock();
+}
 
 }  // namespace memprof

@@ -24,8 +24,7 @@ TEST(CpuHook, IsTheCpuAllocator) {
 
 TEST(CpuHook, SeesAllocationsOfAStdThreadByteForByte) {
   MemoryTracker& tracker = MemoryTracker::Get();
-  const Stat before = tracker.Total();
-  const int64_t count_before = tracker.allocation_count();
+  tracker.BeginSession();
   int64_t expected_bytes = 0;  // independent count, from tensor metadata
   int64_t expected_count = 0;
   std::thread worker([&] {
@@ -42,17 +41,20 @@ TEST(CpuHook, SeesAllocationsOfAStdThreadByteForByte) {
     }
   });
   worker.join();
-  const Stat after = tracker.Total();
-  EXPECT_EQ(after.allocated - before.allocated, expected_bytes);
-  EXPECT_EQ(after.freed - before.freed, expected_bytes);
-  EXPECT_EQ(after.current, before.current);
-  EXPECT_EQ(tracker.allocation_count() - count_before, expected_count);
+  const Capture capture = tracker.EndSession();
+  int64_t freed_bytes = 0;
+  for (const Lifetime& life : capture.lifetimes) {
+    EXPECT_NE(life.free_seq, kLive);
+    freed_bytes += life.bytes;
+  }
+  EXPECT_EQ(freed_bytes, expected_bytes);
+  EXPECT_EQ(static_cast<int64_t>(capture.lifetimes.size()), expected_count);
 }
 
 TEST(CpuHook, SeesAllocationsInsideTheIntraOpPool) {
   MemoryTracker& tracker = MemoryTracker::Get();
   constexpr int64_t kChunks = 64;
-  const Stat before = tracker.Total();
+  tracker.BeginSession();
   std::atomic<int64_t> made{0};
   at::parallel_for(0, kChunks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
@@ -60,28 +62,31 @@ TEST(CpuHook, SeesAllocationsInsideTheIntraOpPool) {
       made += static_cast<int64_t>(t.storage().nbytes());
     }
   });
-  const Stat after = tracker.Total();
-  EXPECT_EQ(after.allocated - before.allocated, made.load());
+  int64_t recorded = 0;
+  for (const Lifetime& life : tracker.EndSession().lifetimes) {
+    recorded += life.bytes;
+  }
+  EXPECT_EQ(recorded, made.load());
   EXPECT_EQ(made.load(), 4 * (256 * kChunks + kChunks * (kChunks - 1) / 2));
 }
 
 TEST(CpuHook, SeesAutogradAndOpWorkspace) {
   MemoryTracker& tracker = MemoryTracker::Get();
-  const int64_t count_before = tracker.allocation_count();
+  tracker.BeginSession();
   torch::Tensor w = torch::randn({64, 64}, torch::requires_grad());
   torch::Tensor loss = torch::tanh(torch::mm(w, w)).sum();
   loss.backward();
   // w, mm output, tanh output, sum, grad seed, two mm grads, w.grad...
-  EXPECT_GE(tracker.allocation_count() - count_before, 6);
   EXPECT_NE(tracker.CategoryOf(w.grad().storage().data()),
             Category::kUnattributed);
+  EXPECT_GE(tracker.EndSession().lifetimes.size(), 6u);
 }
 
 TEST(CpuHook, ZeroByteStoragesPassThrough) {
-  const int64_t count_before = MemoryTracker::Get().allocation_count();
+  MemoryTracker::Get().BeginSession();
   const torch::Tensor t = torch::empty({0}, torch::kFloat);
   EXPECT_EQ(t.numel(), 0);
-  EXPECT_EQ(MemoryTracker::Get().allocation_count(), count_before);
+  EXPECT_TRUE(MemoryTracker::Get().EndSession().lifetimes.empty());
 }
 
 // oneDNN (the mkldnn convolution) frees a zero-byte raw_allocate with
@@ -90,14 +95,14 @@ TEST(CpuHook, RawDeallocateOfNullIsNotABlock) {
   c10::Allocator* hook = CpuHookAllocator();
   void* empty = hook->raw_allocate(0);
   EXPECT_EQ(empty, nullptr);
-  const Stat before = MemoryTracker::Get().Total();
+  const int64_t before = MemoryTracker::Get().LiveBytes();
   hook->raw_deallocate(empty);
-  EXPECT_EQ(MemoryTracker::Get().Total().current, before.current);
+  EXPECT_EQ(MemoryTracker::Get().LiveBytes(), before);
   void* block = hook->raw_allocate(96);
   ASSERT_NE(block, nullptr);
-  EXPECT_EQ(MemoryTracker::Get().Total().current, before.current + 96);
+  EXPECT_EQ(MemoryTracker::Get().LiveBytes(), before + 96);
   hook->raw_deallocate(block);
-  EXPECT_EQ(MemoryTracker::Get().Total().current, before.current);
+  EXPECT_EQ(MemoryTracker::Get().LiveBytes(), before);
 }
 
 }  // namespace

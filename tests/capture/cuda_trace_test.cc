@@ -31,10 +31,10 @@ class CudaTraceTest : public ::testing::Test {
 
 TEST_F(CudaTraceTest, ARequestIsRecordedAtItsRoundedSizeInASegment) {
   const uint64_t segment = Region(1);
-  const Stat before = tracker.Total();
+  const int64_t before = tracker.LiveBytes();
   Send(Entry::SEGMENT_ALLOC, segment, 2 * kMiB);
   Send(Entry::ALLOC, segment, 1);
-  EXPECT_EQ(tracker.Total().current, before.current + 512);
+  EXPECT_EQ(tracker.LiveBytes(), before + 512);
   const CudaAllocatorFigures now = trace.Now();
   EXPECT_EQ(now.requested, 1);
   EXPECT_EQ(now.allocated, 512);
@@ -42,7 +42,7 @@ TEST_F(CudaTraceTest, ARequestIsRecordedAtItsRoundedSizeInASegment) {
   EXPECT_EQ(now.inactive_split, 2 * kMiB - 512);
   Send(Entry::FREE_REQUESTED, segment);
   Send(Entry::FREE_COMPLETED, segment);
-  EXPECT_EQ(tracker.Total().current, before.current);
+  EXPECT_EQ(tracker.LiveBytes(), before);
   EXPECT_EQ(trace.Now().allocated, 0);
   EXPECT_EQ(trace.Now().reserved, 2 * kMiB);  // segments stay reserved
   EXPECT_EQ(trace.Now().inactive_split, 0);   // one whole free segment
@@ -80,9 +80,9 @@ TEST_F(CudaTraceTest, FreeRequestedComesBeforeFreeCompleted) {
   const uint64_t segment = Region(4);
   Send(Entry::SEGMENT_ALLOC, segment, 2 * kMiB);
   Send(Entry::ALLOC, segment, 4096);
-  const int64_t live = tracker.Total().current;
+  const int64_t live = tracker.LiveBytes();
   Send(Entry::FREE_REQUESTED, segment);
-  EXPECT_EQ(tracker.Total().current, live - 4096);
+  EXPECT_EQ(tracker.LiveBytes(), live - 4096);
   EXPECT_EQ(trace.Now().allocated, 0);
   EXPECT_EQ(trace.mismatches(), 0);
   Send(Entry::ALLOC, segment, 4096);  // not free yet: the mirror objects
@@ -133,16 +133,21 @@ TEST_F(CudaTraceTest, CategoriesComeFromTheTrackerAtTheRoundedRequest) {
       ResolveResult::kResolved);
   EXPECT_EQ(tracker.ResolvePendingSince(forward, Category::kActivations),
             3 * kMiB);
-  const auto counters = tracker.CategoryCounters();
-  EXPECT_EQ(counters[static_cast<size_t>(Category::kWeights)].current,
-            2 * kMiB + 512);
-  EXPECT_EQ(counters[static_cast<size_t>(Category::kActivations)].current,
-            3 * kMiB);
   for (uint64_t block : {segment, segment + 2 * kMiB + 512}) {
     Send(Entry::FREE_REQUESTED, block);
     Send(Entry::FREE_COMPLETED, block);
   }
-  tracker.EndSession();
+  const Capture capture = tracker.EndSession();
+  ASSERT_EQ(capture.lifetimes.size(), 2u);
+  for (const Lifetime& life : capture.lifetimes) {
+    if (life.address == segment) {
+      EXPECT_EQ(life.category, Category::kWeights);
+      EXPECT_EQ(life.bytes, 2 * kMiB + 512);
+    } else {
+      EXPECT_EQ(life.category, Category::kActivations);
+      EXPECT_EQ(life.bytes, 3 * kMiB);
+    }
+  }
   EXPECT_EQ(trace.mismatches(), 0);
 }
 
@@ -151,15 +156,15 @@ TEST_F(CudaTraceTest, CategoriesComeFromTheTrackerAtTheRoundedRequest) {
 // request.
 TEST_F(CudaTraceTest, AnUnsplitBlockCountsItsRequestInTheCategory) {
   const uint64_t segment = Region(8);
-  const Stat before = tracker.Total();
+  const int64_t before = tracker.LiveBytes();
   Send(Entry::SEGMENT_ALLOC, segment, 16 * kMiB);
   Send(Entry::ALLOC, segment, 15 * kMiB + 1);  // 1 MiB - 512 left: no split
-  EXPECT_EQ(tracker.Total().current, before.current + 15 * kMiB + 512);
+  EXPECT_EQ(tracker.LiveBytes(), before + 15 * kMiB + 512);
   EXPECT_EQ(trace.Now().allocated, 16 * kMiB);
   EXPECT_EQ(trace.Now().requested, 15 * kMiB + 1);
   Send(Entry::FREE_REQUESTED, segment);
   Send(Entry::FREE_COMPLETED, segment);
-  EXPECT_EQ(tracker.Total().current, before.current);
+  EXPECT_EQ(tracker.LiveBytes(), before);
 }
 
 // Under a memory fraction the allocator's OOM entry is the tracker's

@@ -19,16 +19,14 @@ class MemoryTrackerTest : public ::testing::Test {
   MemoryTracker& tracker = MemoryTracker::Get();
 };
 
-TEST_F(MemoryTrackerTest, AllocAndFreeKeepTotals) {
-  const Stat before = tracker.Total();
+TEST_F(MemoryTrackerTest, AllocAndFreeKeepLiveBytes) {
+  const int64_t before = tracker.LiveBytes();
   tracker.RecordAlloc(Fake(1), 100);
-  EXPECT_EQ(tracker.Total().current, before.current + 100);
-  EXPECT_GE(tracker.Total().peak, before.current + 100);
+  EXPECT_EQ(tracker.LiveBytes(), before + 100);
+  EXPECT_EQ(tracker.CategoryOf(Fake(1)), Category::kPending);
   tracker.RecordFree(Fake(1));
-  const Stat after = tracker.Total();
-  EXPECT_EQ(after.current, before.current);
-  EXPECT_EQ(after.allocated, before.allocated + 100);
-  EXPECT_EQ(after.freed, before.freed + 100);
+  EXPECT_EQ(tracker.LiveBytes(), before);
+  EXPECT_EQ(tracker.CategoryOf(Fake(1)), Category::kUnattributed);
 }
 
 TEST_F(MemoryTrackerTest, OwnershipIsFinalAndBeatsThePhaseRule) {
@@ -83,8 +81,8 @@ TEST_F(MemoryTrackerTest, SessionSettlesPendingBlocksAndSkipsOlderOnes) {
 TEST_F(MemoryTrackerTest, ConcurrentThreadsLoseNoBlock) {
   constexpr int kThreads = 4;
   constexpr int kBlocks = 20000;
-  const Stat before = tracker.Total();
-  const int64_t count_before = tracker.allocation_count();
+  const int64_t before = tracker.LiveBytes();
+  tracker.BeginSession();
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
@@ -98,11 +96,22 @@ TEST_F(MemoryTrackerTest, ConcurrentThreadsLoseNoBlock) {
     });
   }
   for (std::thread& thread : threads) thread.join();
-  const int64_t per_thread = int64_t{kBlocks} * (kBlocks + 1) / 2;
-  const Stat after = tracker.Total();
-  EXPECT_EQ(after.current, before.current);
-  EXPECT_EQ(after.allocated - before.allocated, kThreads * per_thread);
-  EXPECT_EQ(tracker.allocation_count() - count_before, kThreads * kBlocks);
+  const Capture capture = tracker.EndSession();
+  EXPECT_EQ(tracker.LiveBytes(), before);
+  ASSERT_EQ(capture.lifetimes.size(), size_t{kThreads} * kBlocks);
+  int64_t bytes = 0;
+  std::vector<int64_t> seqs;
+  for (const Lifetime& life : capture.lifetimes) {
+    bytes += life.bytes;
+    EXPECT_NE(life.free_seq, kLive);
+    EXPECT_EQ(life.category, Category::kTemporaries);
+    seqs.push_back(life.alloc_seq);
+    seqs.push_back(life.free_seq);
+  }
+  EXPECT_EQ(bytes, kThreads * (int64_t{kBlocks} * (kBlocks + 1) / 2));
+  // Every event took its own seq: one total order over all threads.
+  std::sort(seqs.begin(), seqs.end());
+  EXPECT_EQ(std::adjacent_find(seqs.begin(), seqs.end()), seqs.end());
 }
 
 TEST_F(MemoryTrackerTest, LimitRefusesTheBlockOverItAndRecordsTheFirstRefusal) {
