@@ -8,11 +8,13 @@
 // a batch through a straightforward hook (one std::mutex, a node-based
 // std::unordered_map, a heap-allocated deleter context per block) for
 // comparison, so all three see the same machine noise. The counters are
-// nanoseconds per pair; the table printed at the end gives the medians.
+// nanoseconds per pair; the table printed at the end gives the medians
+// over the repetitions, and the added nanoseconds' minimum and maximum.
 #include <benchmark/benchmark.h>
 
 #include <c10/core/CPUAllocator.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -70,32 +72,38 @@ void BM_HookedVsBare(benchmark::State& state) {
   state.counters["naive_added_ns"] = (naive_ns - bare_ns) / pairs;
 }
 
-// Collects the median counters of each size next to the console output.
+// Collects, per size, the median counters and the added nanoseconds'
+// minimum and maximum over the repetitions, next to the console output.
 class MedianCollector : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& run : runs) {
-      if (run.run_type == Run::RT_Aggregate && run.aggregate_name == "median") {
-        rows_[std::stoll(run.run_name.args)] = {
-            run.counters.at("bare_ns").value,
-            run.counters.at("hooked_ns").value,
-            run.counters.at("added_ns").value,
-            run.counters.at("naive_added_ns").value};
+      if (run.run_type != Run::RT_Aggregate) continue;
+      Row& row = rows_[std::stoll(run.run_name.args)];
+      if (run.aggregate_name == "median") {
+        row.bare = run.counters.at("bare_ns").value;
+        row.hooked = run.counters.at("hooked_ns").value;
+        row.added = run.counters.at("added_ns").value;
+        row.naive_added = run.counters.at("naive_added_ns").value;
+      } else if (run.aggregate_name == "min") {
+        row.added_min = run.counters.at("added_ns").value;
+      } else if (run.aggregate_name == "max") {
+        row.added_max = run.counters.at("added_ns").value;
       }
     }
     ConsoleReporter::ReportRuns(runs);
   }
   void PrintTable() const {
     if (rows_.empty()) return;
-    std::printf("\n%10s %10s %10s %10s %16s\n", "bytes", "bare ns", "hooked ns",
-                "added ns", "naive added ns");
+    std::printf("\n%10s %10s %10s %24s %16s\n", "bytes", "bare ns", "hooked ns",
+                "added ns min/median/max", "naive added ns");
     std::vector<double> added, naive;
     for (const auto& [bytes, row] : rows_) {
-      std::printf("%10lld %10.1f %10.1f %10.1f %16.1f\n",
-                  static_cast<long long>(bytes), row[0], row[1], row[2],
-                  row[3]);
-      added.push_back(row[2]);
-      naive.push_back(row[3]);
+      std::printf("%10lld %10.1f %10.1f %8.1f /%6.1f /%6.1f %16.1f\n",
+                  static_cast<long long>(bytes), row.bare, row.hooked,
+                  row.added_min, row.added, row.added_max, row.naive_added);
+      added.push_back(row.added);
+      naive.push_back(row.naive_added);
     }
     std::printf(
         "median over sizes: the hook adds %.1f ns per allocate+free "
@@ -104,14 +112,26 @@ class MedianCollector : public benchmark::ConsoleReporter {
   }
 
  private:
-  std::map<int64_t, std::array<double, 4>> rows_;
+  struct Row {
+    double bare = 0, hooked = 0, added = 0, naive_added = 0;
+    double added_min = 0, added_max = 0;
+  };
+  std::map<int64_t, Row> rows_;
 };
 
 }  // namespace
 
 int main(int argc, char** argv) {
   for (int64_t size : kSizes) {
-    benchmark::RegisterBenchmark("BM_HookedVsBare", BM_HookedVsBare)->Arg(size);
+    benchmark::RegisterBenchmark("BM_HookedVsBare", BM_HookedVsBare)
+        ->Arg(size)
+        ->ComputeStatistics("min",
+                            [](const std::vector<double>& v) {
+                              return *std::min_element(v.begin(), v.end());
+                            })
+        ->ComputeStatistics("max", [](const std::vector<double>& v) {
+          return *std::max_element(v.begin(), v.end());
+        });
   }
   std::vector<char*> args(argv, argv + argc);
   std::string reps = "--benchmark_repetitions=5";

@@ -107,7 +107,7 @@ echo "== one training step, hook against --no-hook (steps 3..$steps, OMP_NUM_THR
 printf "%-12s %16s %16s %8s\n" config "hook /step" "no hook /step" ratio
 for config in gpt-tiny resnet-tiny; do
   args=("$build/memprof" profile --config "$root/configs/$config.ini" --steps "$steps")
-  on="$(counts "$config-on" "${args[@]}" --out "$work/$config-on/out" | awk -F'\t' '/^steps /{split($1, f, " "); print $2 / f[2]}')"
-  off="$(counts "$config-off" "${args[@]}" --out "$work/$config-off/out" --no-hook | awk -F'\t' '/^steps /{split($1, f, " "); print $2 / f[2]}')"
+  on="$(counts "$config-on" "${args[@]}" --out "$work/$config-on/out" | awk -F'\t' '/^steps /{split($1, f, " "); printf "%.0f\n", $2 / f[2]}')"
+  off="$(counts "$config-off" "${args[@]}" --out "$work/$config-off/out" --no-hook | awk -F'\t' '/^steps /{split($1, f, " "); printf "%.0f\n", $2 / f[2]}')"
   awk -v c="$config" -v on="$on" -v off="$off" 'BEGIN {printf "%-12s %16d %16d %8.4f\n", c, on, off, on / off}'
 done
