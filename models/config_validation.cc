@@ -114,6 +114,12 @@ void ValidateRunConfig(const RunConfig& c) {
                       "ddp.backend nccl needs train.device cuda (NCCL "
                       "reduces GPU tensors only); use gloo on cpu");
   }
+  if (c.ddp.zero_stage != 0 && c.ddp.zero_stage != 1) {
+    throw ConfigError("ddp.zero_stage",
+                      "unknown stage " + std::to_string(c.ddp.zero_stage) +
+                          "; known: 0 (replicated optimizer state), 1 "
+                          "(optimizer state sharded across the ranks)");
+  }
   if (c.model == "resnet") ValidateResnet(c.resnet, MicroBatch(c));
 }
 

@@ -56,7 +56,8 @@ nlohmann::json ToJson(const RunConfig& c) {
         {"bucket_cap_mb", c.ddp.bucket_cap_mb},
         {"gradient_as_bucket_view", c.ddp.gradient_as_bucket_view},
         {"timeout_s", c.ddp.timeout_s},
-        {"backend", DdpBackend(c)}}},
+        {"backend", DdpBackend(c)},
+        {"zero_stage", c.ddp.zero_stage}}},
   };
 }
 

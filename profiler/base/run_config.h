@@ -55,6 +55,9 @@ struct DdpConfig {
   int64_t timeout_s = 300;
   // gloo | nccl; "" takes the device's default (DdpBackend).
   std::string backend;
+  // 0: plain replication; 1: optimizer state sharded across the ranks
+  // (Note [ZeRO-1 partition] in profiler/base/zero_partition.h).
+  int64_t zero_stage = 0;
 };
 
 struct RunConfig {

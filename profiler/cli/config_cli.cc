@@ -62,7 +62,9 @@ po::options_description ConfigKeys(RunConfig& c) {
       "ddp.timeout_s", po::value(&c.ddp.timeout_s),
       "collective timeout in seconds")(
       "ddp.backend", po::value(&c.ddp.backend),
-      "gloo | nccl (default: nccl on cuda, gloo on cpu)");
+      "gloo | nccl (default: nccl on cuda, gloo on cpu)")(
+      "ddp.zero_stage", po::value(&c.ddp.zero_stage),
+      "0: replicated optimizer state; 1: sharded across ranks (ZeRO-1)");
   return keys;
 }
 

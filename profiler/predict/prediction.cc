@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "profiler/base/cuda_allocator_model.h"
+#include "profiler/base/zero_partition.h"
 
 namespace memprof {
 namespace {
@@ -67,8 +68,9 @@ std::vector<int64_t> RebuiltBuckets(const SizeTable& table,
   return buckets;
 }
 
-Prediction Predict(const RunConfig& config) {
+Prediction Predict(const RunConfig& config, int rank) {
   Prediction p;
+  p.rank = rank;
   p.micro_batch = MicroBatch(config);
   p.world_size = config.ddp.world_size;
   p.table = BuildSizeTable(config, p.micro_batch);
@@ -78,11 +80,35 @@ Prediction Predict(const RunConfig& config) {
   p.buffer_bytes = sizes.Sum(RowKind::kBuffer);
   const int64_t param_bytes = sizes.Sum(RowKind::kParameter);
 
+  // The parameters whose optimizer state this rank holds: all of them, or
+  // its partition under ZeRO-1 (the state's bytes and the largest owned
+  // parameter, which sizes Adam's workspace).
+  int64_t owned_bytes = param_bytes;
+  int64_t largest_owned = t.LargestParameterBytes();
+  if (config.ddp.zero_stage == 1) {
+    std::vector<int64_t> row_bytes, row_elements;
+    for (const SizeRow& row : t.rows) {
+      if (row.kind != RowKind::kParameter) continue;
+      row_bytes.push_back(row.Bytes());
+      row_elements.push_back(row.Elements());
+    }
+    const int n = static_cast<int>(config.ddp.world_size);
+    p.owners = PartitionParameters(row_bytes, n);
+    p.owned_parameters = OwnedBytes(row_elements, p.owners, n);
+    owned_bytes = 0;
+    largest_owned = 0;
+    for (size_t i = 0; i < row_bytes.size(); ++i) {
+      if (p.owners[i] != rank) continue;
+      owned_bytes += sizes.Of(row_bytes[i]);
+      largest_owned = std::max(largest_owned, row_bytes[i]);
+    }
+  }
+
   Breakdown state{};  // live through the whole step
   state[Index(Category::kWeights)] = param_bytes + p.buffer_bytes;
   state[Index(Category::kGradients)] = param_bytes;
   state[Index(Category::kOptimizerState)] =
-      OptimizerStateMultiplier(config.train) * param_bytes;
+      OptimizerStateMultiplier(config.train) * owned_bytes;
   // The buckets: the parameters' bytes, split into the rebuilt buckets (on
   // a GPU each rounded). With gradient_as_bucket_view the gradients are the
   // buckets.
@@ -118,14 +144,16 @@ Prediction Predict(const RunConfig& config) {
   p.optimizer_step.bytes = state;
   p.optimizer_step.bytes[Index(Category::kActivations)] = sizes.Of(4);
   p.optimizer_step.bytes[Index(Category::kTemporaries)] =
-      config.train.optimizer == "sgd" ? 0
-                                      : 2 * sizes.Of(t.LargestParameterBytes());
+      config.train.optimizer == "sgd" || largest_owned == 0
+          ? 0
+          : 2 * sizes.Of(largest_owned);
 
   const int64_t n = config.ddp.world_size;
   auto shard = [n](int64_t bytes) { return (bytes + n - 1) / n; };
   const int64_t w = state[Index(Category::kWeights)];
   const int64_t g = state[Index(Category::kGradients)];
-  const int64_t o = state[Index(Category::kOptimizerState)];
+  // Priced from full replication, whatever this run's stage.
+  const int64_t o = OptimizerStateMultiplier(config.train) * param_bytes;
   p.zero.plain_bytes = w + g + o;
   p.zero.stage1_bytes = w + g + shard(o);
   p.zero.stage2_bytes = w + shard(g) + shard(o);

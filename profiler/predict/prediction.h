@@ -56,12 +56,19 @@ struct Prediction {
                                                            : early_backward;
   }
   ZeroPricing zero;
+  // ddp.zero_stage 1: the partition (Note [ZeRO-1 partition]): each
+  // parameter row's owner, and the parameter elements each rank owns.
+  // Empty at stage 0.
+  std::vector<int> owners;
+  std::vector<int64_t> owned_parameters;
+  int rank = 0;  // the rank predicted (it matters at stage 1 only)
   SizeTable table;
 };
 
-// The prediction for one rank of `config` (micro-batch from MicroBatch()).
-// Expects a validated config.
-Prediction Predict(const RunConfig& config);
+// The prediction for rank `rank` of `config` (micro-batch from
+// MicroBatch()). Ranks differ only under ddp.zero_stage 1, in optimizer
+// state and the optimizer's workspace. Expects a validated config.
+Prediction Predict(const RunConfig& config, int rank = 0);
 
 // The DDP buckets' bytes after the Reducer's rebuild (step 2 on): the
 // parameters in reverse order, a bucket closing once it holds at least its

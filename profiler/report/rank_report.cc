@@ -34,12 +34,24 @@ Json CategoriesJson(const RankReport& r) {
   return categories;
 }
 
+Json ZeroJson(const std::optional<ZeroFigures>& zero) {
+  if (!zero) return nullptr;
+  return Json{
+      {"stage", zero->stage},
+      {"partition_parameters", zero->partition_parameters},
+      {"owned_tensors", zero->owned_tensors},
+      {"covered_once", zero->covered_once},
+      {"replicated_optimizer_state_bytes",
+       zero->replicated_optimizer_state_bytes}};
+}
+
 Json StepJson(const StepReport& s) {
   return Json{{"step", s.step},
               {"steady_state", s.steady_state},
               {"completed", s.completed},
               {"seconds", s.seconds},
               {"comm_seconds", s.comm_seconds},
+              {"exchange_seconds", s.exchange_seconds},
               {"loss", s.loss},
               {"peak_bytes", s.peak_bytes},
               {"peak_phase", PhaseName(s.peak_phase)},
@@ -229,6 +241,7 @@ Json ToJson(const RankReport& r) {
         {"ownership_conflicts", r.hook.ownership_conflicts}}},
       {"cuda_replay", CudaReplayJson(r.cuda_replay)},
       {"cuda_run", CudaRunJson(r.cuda_run)},
+      {"zero", ZeroJson(r.zero)},
   };
 }
 

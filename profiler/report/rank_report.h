@@ -72,12 +72,28 @@ struct PredictedPeak {
   Breakdown breakdown{};
 };
 
+// ddp.zero_stage 1 (Note [ZeRO-1 partition]).
+struct ZeroFigures {
+  int stage = 1;
+  // Parameter elements whose optimizer state each rank holds, by rank.
+  std::vector<int64_t> partition_parameters;
+  int64_t owned_tensors = 0;  // parameter tensors this rank owns
+  // The ranks' optimizers together hold every parameter exactly once
+  // (gathered in the audit).
+  bool covered_once = false;
+  // Optimizer state this rank would hold under plain replication
+  // (predicted: the size table, all parameters).
+  int64_t replicated_optimizer_state_bytes = 0;
+};
+
 struct StepReport {
   int step = 0;  // 1..K
   bool steady_state = false;
   bool completed = true;  // false: cut short by out-of-memory
   double seconds = 0;
   double comm_seconds = 0;  // in all-reduces (Note [Communication time])
+  // ZeRO-1's parameter exchange (Note [Parameter exchange]); 0 at stage 0.
+  double exchange_seconds = 0;
   double loss = 0;
   int64_t peak_bytes = 0;
   Phase peak_phase = Phase::kIdle;
@@ -172,6 +188,9 @@ struct RankReport {
   // cuda_run (since memprof.rank/1.2): a run on a GPU, from the device's
   // side (profiler/base/cuda_run.h). Absent: a cpu run, --no-hook.
   std::optional<CudaRun> cuda_run;
+  // zero (since memprof.rank/1.3): ddp.zero_stage 1's partition. Absent at
+  // stage 0.
+  std::optional<ZeroFigures> zero;
 
   const CategoryFigures& Of(Category c) const { return categories[Index(c)]; }
 };

@@ -49,6 +49,10 @@ class RankReportReader {
         run != doc.end() && !run->is_null()) {
       out.cuda_run = CudaRunOf(r_.Object(doc, "", "cuda_run"));
     }
+    if (const auto zero = doc.find("zero");  // since 1.3
+        zero != doc.end() && !zero->is_null()) {
+      out.zero = Zero(r_.Object(doc, "", "zero"), out.context.world_size);
+    }
     return out;
   }
 
@@ -91,6 +95,7 @@ class RankReportReader {
 
   RunConfig Config(const Json& c, const std::string& where) const;
   ReportContext Context(const Json& c) const;
+  ZeroFigures Zero(const Json& z, int world_size) const;
   void Categories(const Json& categories, RankReport& out) const;
   PeakFigures Peak(const Json& peak, const std::string& where) const;
   void Peaks(const Json& doc, RankReport& out) const;
@@ -166,7 +171,34 @@ RunConfig RankReportReader::Config(const Json& c,
   if (d.contains("backend")) {  // since memprof.rank/1.2
     config.ddp.backend = r_.String(d, ddp_where, "backend");
   }
+  if (d.contains("zero_stage")) {  // since memprof.rank/1.3
+    config.ddp.zero_stage = r_.Integer(d, ddp_where, "zero_stage", 0, 1);
+  }
   return config;
+}
+
+ZeroFigures RankReportReader::Zero(const Json& z, int world_size) const {
+  const char* where = "zero";
+  ZeroFigures out;
+  out.stage = Int(z, where, "stage", 1, 1);
+  const Json& partition = r_.Array(z, where, "partition_parameters");
+  if (static_cast<int>(partition.size()) != world_size) {
+    r_.Fail(JsonPath(where, "partition_parameters"),
+            "has " + std::to_string(partition.size()) +
+                " entries, expected one per rank (" +
+                std::to_string(world_size) + ")");
+  }
+  for (size_t r = 0; r < partition.size(); ++r) {
+    out.partition_parameters.push_back(r_.Integer(
+        partition[r],
+        JsonElement(JsonPath(where, "partition_parameters"), r), 0,
+        std::numeric_limits<int64_t>::max()));
+  }
+  out.owned_tensors = r_.Bytes(z, where, "owned_tensors");
+  out.covered_once = r_.Bool(z, where, "covered_once");
+  out.replicated_optimizer_state_bytes =
+      r_.Bytes(z, where, "replicated_optimizer_state_bytes");
+  return out;
 }
 
 ReportContext RankReportReader::Context(const Json& c) const {
@@ -254,6 +286,9 @@ std::vector<StepReport> RankReportReader::Steps(const Json& steps) const {
     step.seconds = r_.Number(s, where, "seconds");
     step.comm_seconds = Optional(s, "comm_seconds", 0.0, [&] {
       return r_.Number(s, where, "comm_seconds");
+    });
+    step.exchange_seconds = Optional(s, "exchange_seconds", 0.0, [&] {
+      return r_.Number(s, where, "exchange_seconds");
     });
     step.loss = r_.Number(s, where, "loss");
     step.peak_bytes = r_.Bytes(s, where, "peak_bytes");

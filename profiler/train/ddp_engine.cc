@@ -249,4 +249,32 @@ std::vector<torch::Tensor> DdpEngine::BucketBuffers() {
 
 size_t DdpEngine::bucket_count() { return BucketBuffers().size(); }
 
+// Note [Parameter exchange]
+// After a ZeRO-1 step only the owner of a parameter has updated it; every
+// other rank receives it by a broadcast from that owner, as
+// ZeroRedundancyOptimizer does by default (parameters_as_bucket_view
+// False): one broadcast per parameter, on the parameter's own storage, so
+// the exchange allocates no communication buffer and there is nothing to
+// attribute. The broadcasts are issued together and waited for together
+// (Gloo runs them in order on its one worker thread); the time from the
+// first issue to the last completion is the step's exchange time, apart
+// from the Reducer's all-reduces (Note [Communication time]).
+double DdpEngine::ExchangeParameters(const std::vector<torch::Tensor>& params,
+                                     const std::vector<int>& owners) {
+  torch::NoGradGuard no_grad;
+  const SteadyTime begin = std::chrono::steady_clock::now();
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  works.reserve(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    std::vector<at::Tensor> tensors{params[i]};
+    c10d::BroadcastOptions options;
+    options.rootRank = owners[i];
+    works.push_back(impl_->group->broadcast(tensors, options));
+  }
+  for (const c10::intrusive_ptr<c10d::Work>& work : works) work->wait();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       begin)
+      .count();
+}
+
 }  // namespace memprof

@@ -71,6 +71,12 @@ class DdpEngine {
   // where they overlap (Note [Communication time]).
   double CommSecondsBetween(std::chrono::steady_clock::time_point begin,
                             std::chrono::steady_clock::time_point end) const;
+  // ZeRO-1's parameter exchange after the optimizer step: each parameter
+  // broadcast in place from its owner (`owners`, Note [ZeRO-1 partition]),
+  // all issued, then all waited for. Returns the seconds from the first
+  // issue to the last completion (Note [Parameter exchange]).
+  double ExchangeParameters(const std::vector<torch::Tensor>& params,
+                            const std::vector<int>& owners);
   // The Reducer's flat gradient buckets, as they are now.
   std::vector<torch::Tensor> BucketBuffers();
   size_t bucket_count();

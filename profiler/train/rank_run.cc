@@ -52,6 +52,19 @@ ReportContext ContextOf(const RankRun& run) {
   return c;
 }
 
+std::optional<ZeroFigures> ZeroOf(const RankRun& run) {
+  if (run.zero_owners.empty()) return std::nullopt;
+  ZeroFigures z;
+  z.partition_parameters = run.zero_partition;
+  for (int owner : run.zero_owners) z.owned_tensors += owner == run.rank;
+  z.covered_once = run.zero_covered_once;
+  RunConfig replicated = run.config;
+  replicated.ddp.zero_stage = 0;
+  z.replicated_optimizer_state_bytes =
+      Predict(replicated).bytes[Index(Category::kOptimizerState)];
+  return z;
+}
+
 std::vector<StepReport> StepsOf(const RankRun& run) {
   const Analysis& a = run.analysis;
   std::vector<StepReport> steps;
@@ -63,6 +76,7 @@ std::vector<StepReport> StepsOf(const RankRun& run) {
     step.completed = record.completed;
     step.seconds = record.seconds;
     step.comm_seconds = record.comm_seconds;
+    step.exchange_seconds = record.exchange_seconds;
     step.loss = record.loss;
     step.peak_bytes = s.peak.total_bytes;
     step.peak_phase = s.peak.phase;
@@ -153,6 +167,7 @@ RankReport ReportOf(const RankRun& run) {
   r.ddp = {run.buckets, run.config.ddp.bucket_cap_mb,
            run.config.ddp.gradient_as_bucket_view};
   r.redundancy = RedundancyOf(run);
+  r.zero = ZeroOf(run);
   r.out_of_memory = OutOfMemoryOf(run);
   r.timeline = TimelineOf(a);
   r.series = SeriesOf(a);

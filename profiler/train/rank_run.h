@@ -20,6 +20,9 @@ struct StepRecord {
   double seconds = 0;
   double comm_seconds =
       0;  // in the Reducer's all-reduces (Note [Communication time])
+  // ZeRO-1's parameter exchange after the optimizer step (Note [Parameter
+  // exchange]); 0 at stage 0.
+  double exchange_seconds = 0;
   double loss = 0;
   bool completed = true;  // false: cut short by out-of-memory
 };
@@ -40,6 +43,12 @@ struct RankRun {
   std::vector<StepRecord> step_records;  // steps 1..K
   int64_t buckets = 0;                   // DDP buckets at the end
   std::vector<Redundancy> redundancy;    // weights, optimizer_state
+  // ddp.zero_stage 1: every parameter's owner (Note [ZeRO-1 partition]),
+  // and whether the ranks' owned parameters, gathered in the audit, cover
+  // every parameter exactly once.
+  std::vector<int> zero_owners;
+  std::vector<int64_t> zero_partition;  // parameter elements by rank
+  bool zero_covered_once = false;
   int64_t ownership_not_found = 0;
   int64_t ownership_conflicts = 0;
   // Live bytes by category at the refused allocation (capture.out_of_memory)

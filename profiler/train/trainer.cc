@@ -10,6 +10,7 @@
 
 #include "models/model.h"
 #include "profiler/base/errors.h"
+#include "profiler/base/zero_partition.h"
 #include "profiler/capture/cpu_hook.h"
 #include "profiler/capture/cuda_backend.h"
 #include "profiler/capture/memory_tracker.h"
@@ -104,7 +105,7 @@ class RankTrainer {
     run_.hooked = device_.is_cuda() ? cuda != nullptr : CpuHookInstalled();
     run_.config = config;
     run_.micro_batch = MicroBatch(config);
-    run_.prediction = Predict(config);
+    run_.prediction = Predict(config, group.rank());
   }
 
   // Model, DDP and optimizer (phases model_init, ddp_init).
@@ -125,7 +126,7 @@ class RankTrainer {
     ResolveOwnership(ddp_->BucketBuffers(), bucket_category_, misses_,
                      kFlagBucket);
     if (cuda_ != nullptr) cuda_->Moment("process_group");
-    optimizer_ = MakeOptimizer(config_.train, params_);
+    optimizer_ = MakeOptimizer(config_.train, OptimizedParameters());
     torch::manual_seed(config_.train.seed + 1 + group_.rank());  // data
   }
 
@@ -147,6 +148,8 @@ class RankTrainer {
     const auto end = std::chrono::steady_clock::now();
     record.seconds = std::chrono::duration<double>(end - start).count();
     record.comm_seconds = ddp_->CommSecondsBetween(start, end);
+    record.exchange_seconds = exchange_seconds_;
+    exchange_seconds_ = 0;
     run_.step_records.push_back(record);
     if (cuda_ != nullptr && record.completed &&
         (step == 1 || step == config_.train.steps)) {
@@ -164,6 +167,56 @@ class RankTrainer {
         AuditAcrossRanks(group_, Category::kWeights, params_));
     run_.redundancy.push_back(AuditAcrossRanks(
         group_, Category::kOptimizerState, OptimizerStateTensors(*optimizer_)));
+    if (!run_.zero_owners.empty()) run_.zero_covered_once = ShardsCoverOnce();
+  }
+
+  // ZeRO-1: the parameters whose optimizer state this rank keeps (Note
+  // [ZeRO-1 partition]); every parameter at stage 0.
+  std::vector<torch::Tensor> OptimizedParameters() {
+    if (config_.ddp.zero_stage != 1) return params_;
+    std::vector<int64_t> bytes;
+    for (const torch::Tensor& p : params_) bytes.push_back(p.nbytes());
+    run_.zero_owners = PartitionParameters(bytes, group_.size());
+    std::vector<int64_t> elements;
+    for (const torch::Tensor& p : params_) elements.push_back(p.numel());
+    run_.zero_partition =
+        OwnedBytes(elements, run_.zero_owners, group_.size());
+    std::vector<torch::Tensor> owned;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (run_.zero_owners[i] == group_.rank()) owned.push_back(params_[i]);
+    }
+    return owned;
+  }
+
+  // Collective: the parameters each rank's optimizer really holds state
+  // for (by position in parameters()), gathered; true when together they
+  // are every parameter exactly once.
+  bool ShardsCoverOnce() {
+    std::string mine;
+    for (const torch::Tensor& held : OptimizerStateOwners()) {
+      for (size_t i = 0; i < params_.size(); ++i) {
+        if (params_[i].is_same(held)) mine += std::to_string(i) + ",";
+      }
+    }
+    std::vector<int> times(params_.size(), 0);
+    for (const std::string& list : group_.AllGather(mine)) {
+      size_t from = 0;
+      for (size_t comma; (comma = list.find(',', from)) != std::string::npos;
+           from = comma + 1) {
+        ++times[std::stoul(list.substr(from, comma - from))];
+      }
+    }
+    return std::all_of(times.begin(), times.end(),
+                       [](int n) { return n == 1; });
+  }
+
+  // The parameters the optimizer steps, as its parameter groups hold them.
+  std::vector<torch::Tensor> OptimizerStateOwners() const {
+    std::vector<torch::Tensor> held;
+    for (const auto& group : optimizer_->param_groups()) {
+      for (const torch::Tensor& p : group.params()) held.push_back(p);
+    }
+    return held;
   }
 
   // Out of memory under --memory-limit (Note [Memory limit]): whatever
@@ -242,6 +295,9 @@ class RankTrainer {
     optimizer_->step();
     ResolveOwnership(OptimizerStateTensors(*optimizer_),
                      Category::kOptimizerState, misses_);
+    if (!run_.zero_owners.empty()) {
+      exchange_seconds_ = ddp_->ExchangeParameters(params_, run_.zero_owners);
+    }
 
     Mark(Phase::kZeroGrad, step);
     ZeroGrad(params_, config_.train.zero_grad_set_to_none);
@@ -264,6 +320,7 @@ class RankTrainer {
   RankRun run_;
   OwnershipMisses misses_;
   int32_t last_one_time_step_ = 1;
+  double exchange_seconds_ = 0;  // this step's (Note [Parameter exchange])
   std::unique_ptr<TrainableModel> model_;
   std::vector<torch::Tensor> params_;
   std::unique_ptr<DdpEngine> ddp_;
