@@ -380,11 +380,14 @@ FitArgs ParseFitArgs(const std::vector<std::string>& words) {
 
 SweepArgs ParseSweepArgs(const std::vector<std::string>& words) {
   SweepArgs args;
-  std::string sizes;
+  std::string sizes, stages;
   po::options_description flags("Options");
   flags.add_options()("help,h", "print this help")(
       "world-sizes", po::value(&sizes),
       "the numbers of ranks to run, comma-separated: 1,2,4")(
+      "zero-stages", po::value(&stages),
+      "ddp.zero_stage values to run at each world size, comma-separated: "
+      "0,1 (default: the config's)")(
       "out", po::value(&args.out_dir),
       "output directory: one run per world size and the sweep's table and "
       "charts (default: out/sweep)");
@@ -392,9 +395,10 @@ SweepArgs ParseSweepArgs(const std::vector<std::string>& words) {
   if (!ParseRunConfigWords(
           words, flags, "sweep",
           "usage: memprof sweep --config FILE --world-sizes 1,2,4 "
-          "--global-batch G [--out DIR]\nruns each world size N at "
-          "micro-batch G/N: per-rank bytes by category and step time "
-          "(compute and communication) against N",
+          "--global-batch G [--zero-stages 0,1] [--out DIR]\nruns each world "
+          "size N (and ZeRO stage) at micro-batch G/N: per-rank bytes by "
+          "category and step time (compute, all-reduce, parameter exchange) "
+          "against N",
           args.config, cli, args.help_text)) {
     args.help = true;
     return args;
@@ -412,6 +416,15 @@ SweepArgs ParseSweepArgs(const std::vector<std::string>& words) {
     }
     args.world_sizes.push_back(n);
   }
+  std::stringstream stage_list(stages);
+  for (std::string item;
+       !stages.empty() && std::getline(stage_list, item, ',');) {
+    if (item != "0" && item != "1") {
+      throw InputError("--zero-stages " + stages + ": '" + item +
+                       "' is not a ZeRO stage memprof runs (0 or 1)");
+    }
+    args.zero_stages.push_back(item == "1");
+  }
   args.global_batch = args.config.train.global_batch;
   if (args.global_batch < 1) {
     throw InputError(
@@ -426,9 +439,12 @@ SweepArgs ParseSweepArgs(const std::vector<std::string>& words) {
     }
   }
   args.profile_words =
-      ProfileWords(words, {"world-sizes", "out", "world-size", "ddp.world_size",
-                           "micro-batch", "train.micro_batch", "global-batch",
-                           "train.global_batch"});
+      ProfileWords(words, {"world-sizes", "zero-stages", "out", "world-size",
+                           "ddp.world_size", "micro-batch", "train.micro_batch",
+                           "global-batch", "train.global_batch"});
+  if (!args.zero_stages.empty()) {
+    args.profile_words = ProfileWords(args.profile_words, {"ddp.zero_stage"});
+  }
   return args;
 }
 

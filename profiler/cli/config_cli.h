@@ -58,6 +58,8 @@ FitArgs ParseFitArgs(const std::vector<std::string>& args);
 struct SweepArgs {
   RunConfig config;
   std::vector<int64_t> world_sizes;  // --world-sizes 1,2,4
+  // --zero-stages 0,1 (ddp.zero_stage each); empty: the config's stage.
+  std::vector<int64_t> zero_stages;
   int64_t global_batch = 0;
   std::string out_dir = "out/sweep";
   std::vector<std::string> profile_words;  // as FitArgs::profile_words

@@ -62,10 +62,17 @@ std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
     case Category::kGradients:
       return "4P: one fp32 gradient per parameter";
     case Category::kOptimizerState:
-      return config.train.optimizer == "sgd"
-                 ? "0: SGD without momentum keeps no state"
-                 : "8P: " + config.train.optimizer +
-                       " exp_avg + exp_avg_sq, x2";
+      if (config.train.optimizer == "sgd") {
+        return "0: SGD without momentum keeps no state";
+      }
+      if (!p.owned_parameters.empty()) {
+        return "8P_" + std::to_string(p.rank) + ": ZeRO-1, rank " +
+               std::to_string(p.rank) + "'s partition, P_" +
+               std::to_string(p.rank) + " = " +
+               GroupedInteger(p.owned_parameters[p.rank]) + " of " +
+               GroupedInteger(p.parameters);
+      }
+      return "8P: " + config.train.optimizer + " exp_avg + exp_avg_sq, x2";
     case Category::kDdpBuckets:
       return config.ddp.gradient_as_bucket_view
                  ? "0: gradient_as_bucket_view, the gradients are the buckets"
@@ -93,6 +100,21 @@ Json CudaJson(const CudaPrediction& cuda) {
 }
 
 }  // namespace
+
+// ZeRO-1: P/N, the share of a perfect partition (rounded up).
+int64_t IdealShare(const Prediction& p) {
+  return (p.parameters + p.world_size - 1) / p.world_size;
+}
+
+// ZeRO-1: each rank's optimizer state, from its partition.
+std::vector<int64_t> PartitionStateBytes(const Prediction& p,
+                                         const RunConfig& config) {
+  std::vector<int64_t> bytes;
+  for (int r = 0; r < static_cast<int>(p.world_size); ++r) {
+    bytes.push_back(Predict(config, r).bytes[Index(Category::kOptimizerState)]);
+  }
+  return bytes;
+}
 
 Json ToJson(const Prediction& p, const RunConfig& config) {
   Json categories = Json::object();
@@ -133,6 +155,12 @@ Json ToJson(const Prediction& p, const RunConfig& config) {
         {"stage2_bytes", p.zero.stage2_bytes},
         {"stage3_bytes", p.zero.stage3_bytes},
         {"duplicated_bytes", p.zero.duplicated_bytes}}},
+      {"zero_partition", p.owned_parameters.empty()
+                             ? Json(nullptr)
+                             : Json{{"parameters_by_rank", p.owned_parameters},
+                                    {"ideal_parameters", IdealShare(p)},
+                                    {"optimizer_state_bytes_by_rank",
+                                     PartitionStateBytes(p, config)}}},
       {"cuda", CudaJson(PredictOnCuda(p, config))},
       {"symbols", p.table.symbols},
       {"table", table},
@@ -193,6 +221,17 @@ std::string FormatPrediction(const Prediction& p, const RunConfig& config) {
       << ", ZeRO-2 " << BothUnits(z.stage2_bytes) << ", ZeRO-3 "
       << BothUnits(z.stage3_bytes) << "; plain replication holds "
       << BothUnits(z.duplicated_bytes) << " in duplicate across the group\n";
+  if (!p.owned_parameters.empty()) {
+    const std::vector<int64_t> state_bytes = PartitionStateBytes(p, config);
+    out << "ZeRO-1 partition (largest parameter first, to the least-loaded "
+           "rank): ";
+    for (size_t r = 0; r < p.owned_parameters.size(); ++r) {
+      out << (r ? "; " : "") << "rank " << r << " "
+          << GroupedInteger(p.owned_parameters[r]) << " parameters, "
+          << HumanBytes(state_bytes[r]) << " of optimizer state";
+    }
+    out << "; ideal P/N = " << GroupedInteger(IdealShare(p)) << " parameters\n";
+  }
   const CudaPrediction cuda = PredictOnCuda(p, config);
   out << "on a GPU (the CUDA caching allocator's rules applied to these "
          "tensors, profiler/predict/cuda_prediction.h): at the steady-state "

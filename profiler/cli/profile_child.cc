@@ -26,6 +26,9 @@ std::vector<std::string> ProfileWords(const ProfileChildRequest& request) {
     flag("--micro-batch", std::to_string(request.micro_batch));
   }
   flag("--global-batch", std::to_string(request.global_batch));
+  if (request.zero_stage >= 0) {
+    flag("--ddp.zero_stage", std::to_string(request.zero_stage));
+  }
   if (request.memory_limit_bytes > 0) {
     flag("--memory-limit", std::to_string(request.memory_limit_bytes));
   }

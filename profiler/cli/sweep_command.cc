@@ -32,6 +32,7 @@ using Json = nlohmann::ordered_json;
 // One world size's run: rank 0's report, and the directory the run wrote.
 struct SweepPoint {
   int64_t world_size = 0;
+  int64_t zero_stage = 0;
   std::string dir;
   RankReport rank0;
 };
@@ -56,16 +57,19 @@ ReportTable SweepTable(const Json& sweep) {
       "Global batch " + std::to_string(sweep["global_batch"].get<int64_t>()) +
       "; each category's bytes on one rank (its largest live bytes over a "
       "steady-state step; temporaries at the peak), then the median "
-      "steady-state step and the time in the Reducer's all-reduces.";
-  table.header = {"ranks", "micro-batch"};
+      "steady-state step, the time in the Reducer's all-reduces and, under "
+      "ZeRO-1, in the parameter exchange after the optimizer step.";
+  table.header = {"ranks", "ZeRO", "micro-batch"};
   for (Category c : kAllCategories) table.header.emplace_back(CategoryName(c));
-  for (const char* h : {"peak", "step", "communication", "share"}) {
+  for (const char* h :
+       {"peak", "step", "all-reduce", "exchange", "communication share"}) {
     table.header.emplace_back(h);
   }
   table.numeric.assign(table.header.size(), true);
   for (const Json& row : sweep["rows"]) {
     std::vector<std::string> cells = {
         std::to_string(row["world_size"].get<int64_t>()),
+        std::to_string(row["zero_stage"].get<int64_t>()),
         std::to_string(row["micro_batch"].get<int64_t>())};
     for (Category c : kAllCategories) {
       cells.push_back(HumanBytes(
@@ -74,40 +78,55 @@ ReportTable SweepTable(const Json& sweep) {
     cells.push_back(HumanBytes(row["peak_bytes"].get<int64_t>()));
     cells.push_back(Ms(row["step_seconds"].get<double>()));
     cells.push_back(Ms(row["comm_seconds"].get<double>()));
+    cells.push_back(Ms(row["exchange_seconds"].get<double>()));
     cells.push_back(Percent(row["comm_share"].get<double>()));
     table.rows.push_back(cells);
   }
   table.notes.push_back(
       "Model state (weights, gradients, optimizer state, DDP buckets) is the "
       "same on every rank at every N; activations and inputs follow the "
-      "per-rank micro-batch G/N. Communication is the union of the "
-      "Reducer's all-reduces, issue to completion, within each step; it "
-      "overlaps backward's computation.");
+      "per-rank micro-batch G/N; under ZeRO-1 the optimizer state is the "
+      "rank's partition instead. All-reduce is the union of the "
+      "Reducer's all-reduces, issue to completion, within each step (it "
+      "overlaps backward's computation); exchange is ZeRO-1's broadcast of "
+      "the updated parameters from their owners, first issue to last "
+      "completion; the share is both over the step.");
   return table;
+}
+
+// "N=4", or "N=4 ZeRO-1" under stage 1.
+std::string PointLabel(const Json& row) {
+  return "N=" + std::to_string(row["world_size"].get<int64_t>()) +
+         (row["zero_stage"].get<int64_t>() == 1 ? " ZeRO-1" : "");
 }
 
 std::string SweepTimeSvg(const Json& sweep) {
   GroupedBarChart chart;
   chart.id = "sweep-step-time";
-  chart.title = "Median steady-state step: computation and communication";
+  chart.title =
+      "Median steady-state step: computation, all-reduce and parameter "
+      "exchange";
   chart.y_title = "time (microseconds)";
   chart.y_units = Units::kCount;
   for (const Json& row : sweep["rows"]) {
     const int64_t n = row["world_size"].get<int64_t>();
     BarGroup group{
-        "N=" + std::to_string(n), {}, {{"data-world-size", std::to_string(n)}}};
+        PointLabel(row), {}, {{"data-world-size", std::to_string(n)}}};
     const int64_t step_us =
         static_cast<int64_t>(1e6 * row["step_seconds"].get<double>());
     const int64_t comm_us =
         static_cast<int64_t>(1e6 * row["comm_seconds"].get<double>());
-    group.bars.push_back(
-        Bar{step_us - comm_us,
-            "#4e79a7",
-            false,
-            "compute",
-            "computation: " + std::to_string(step_us - comm_us) + " us",
-            {{"data-kind", "compute"},
-             {"data-us", std::to_string(step_us - comm_us)}}});
+    const int64_t exchange_us =
+        static_cast<int64_t>(1e6 * row["exchange_seconds"].get<double>());
+    const int64_t compute_us =
+        std::max<int64_t>(0, step_us - comm_us - exchange_us);
+    group.bars.push_back(Bar{
+        compute_us,
+        "#4e79a7",
+        false,
+        "compute",
+        "computation: " + std::to_string(compute_us) + " us",
+        {{"data-kind", "compute"}, {"data-us", std::to_string(compute_us)}}});
     group.bars.push_back(Bar{comm_us,
                              "#e15759",
                              false,
@@ -117,6 +136,13 @@ std::string SweepTimeSvg(const Json& sweep) {
                                  Percent(row["comm_share"].get<double>()) + ")",
                              {{"data-kind", "communication"},
                               {"data-us", std::to_string(comm_us)}}});
+    group.bars.push_back(Bar{
+        exchange_us,
+        "#f28e2b",
+        false,
+        "exchange",
+        "parameter exchange: " + std::to_string(exchange_us) + " us",
+        {{"data-kind", "exchange"}, {"data-us", std::to_string(exchange_us)}}});
     chart.groups.push_back(std::move(group));
   }
   chart.legend = {
@@ -124,7 +150,11 @@ std::string SweepTimeSvg(const Json& sweep) {
       LegendEntry{"communication (all-reduce)",
                   "#e15759",
                   false,
-                  {{"data-kind", "communication"}}}};
+                  {{"data-kind", "communication"}}},
+      LegendEntry{"parameter exchange (ZeRO-1)",
+                  "#f28e2b",
+                  false,
+                  {{"data-kind", "exchange"}}}};
   return RenderGroupedBars(chart);
 }
 
@@ -137,22 +167,27 @@ Json SweepJson(int64_t global_batch, const std::vector<SweepPoint>& points) {
     for (Category c : kAllCategories) {
       bytes[std::string(CategoryName(c))] = ComparedBytes(rank.Of(c), c);
     }
-    std::vector<double> step, comm;
+    std::vector<double> step, comm, exchange;
     for (const StepReport& s : rank.steps) {
       if (!s.steady_state) continue;
       step.push_back(s.seconds);
       comm.push_back(s.comm_seconds);
+      exchange.push_back(s.exchange_seconds);
     }
     const double step_s = Median(step);
     const double comm_s = std::min(step_s, Median(comm));
-    rows.push_back(Json{{"world_size", point.world_size},
-                        {"micro_batch", rank.micro_batch},
-                        {"bytes", bytes},
-                        {"peak_bytes", rank.peak.total_bytes},
-                        {"step_seconds", step_s},
-                        {"comm_seconds", comm_s},
-                        {"comm_share", step_s > 0 ? comm_s / step_s : 0.0},
-                        {"run", point.dir}});
+    const double exchange_s = std::min(step_s - comm_s, Median(exchange));
+    rows.push_back(
+        Json{{"world_size", point.world_size},
+             {"zero_stage", point.zero_stage},
+             {"micro_batch", rank.micro_batch},
+             {"bytes", bytes},
+             {"peak_bytes", rank.peak.total_bytes},
+             {"step_seconds", step_s},
+             {"comm_seconds", comm_s},
+             {"exchange_seconds", exchange_s},
+             {"comm_share", step_s > 0 ? (comm_s + exchange_s) / step_s : 0.0},
+             {"run", point.dir}});
   }
   return Json{
       {"schema", kSweepSchema}, {"global_batch", global_batch}, {"rows", rows}};
@@ -166,7 +201,7 @@ std::string SweepBytesSvg(const Json& sweep) {
   chart.y_title = "bytes per rank";
   for (const Json& row : sweep["rows"]) {
     const int64_t n = row["world_size"].get<int64_t>();
-    BarGroup group{"N=" + std::to_string(n) + ", micro-batch " +
+    BarGroup group{PointLabel(row) + ", micro-batch " +
                        std::to_string(row["micro_batch"].get<int64_t>()),
                    {},
                    {{"data-world-size", std::to_string(n)}}};
@@ -196,14 +231,19 @@ std::string SweepBytesSvg(const Json& sweep) {
 
 // Runs the config at world size `n`, micro-batch G/n, into OUT/ws-<n>/.
 // Throws RunFailure unless the run succeeded and rank 0 wrote its report.
-SweepPoint RunAt(const SweepArgs& args, int64_t n) {
+// At ZeRO stage `stage` (-1: the config's), into OUT/ws-<n>-zero-<s>/.
+SweepPoint RunAt(const SweepArgs& args, int64_t n, int64_t stage) {
   ProfileChildRequest request;
   request.config_words = args.profile_words;
   request.world_size = n;
   request.global_batch = args.global_batch;
-  request.out_dir =
-      (fs::path(args.out_dir) / ("ws-" + std::to_string(n))).string();
+  request.zero_stage = stage;
+  request.out_dir = (fs::path(args.out_dir) /
+                     ("ws-" + std::to_string(n) +
+                      (stage >= 0 ? "-zero-" + std::to_string(stage) : "")))
+                        .string();
   std::cout << "memprof sweep: " << n << " rank" << (n == 1 ? "" : "s")
+            << (stage >= 0 ? ", ZeRO stage " + std::to_string(stage) : "")
             << " at micro-batch " << args.global_batch / n << " -> "
             << request.out_dir << "\n"
             << std::flush;
@@ -217,7 +257,9 @@ SweepPoint RunAt(const SweepArgs& args, int64_t n) {
     throw RunFailure("the run at world size " + std::to_string(n) +
                      " wrote no report for rank 0; see " + child.log_path);
   }
-  return SweepPoint{n, request.out_dir, std::move(child.reports.front())};
+  RankReport& rank0 = child.reports.front();
+  return SweepPoint{n, rank0.context.config.ddp.zero_stage, request.out_dir,
+                    std::move(rank0)};
 }
 
 }  // namespace
@@ -225,7 +267,11 @@ SweepPoint RunAt(const SweepArgs& args, int64_t n) {
 int RunSweepCommand(const SweepArgs& args) {
   CreateOutputDirectory("--out", args.out_dir);
   std::vector<SweepPoint> points;
-  for (int64_t n : args.world_sizes) points.push_back(RunAt(args, n));
+  const std::vector<int64_t> stages =
+      args.zero_stages.empty() ? std::vector<int64_t>{-1} : args.zero_stages;
+  for (int64_t n : args.world_sizes) {
+    for (int64_t stage : stages) points.push_back(RunAt(args, n, stage));
+  }
   const Json sweep = SweepJson(args.global_batch, points);
   const ReportTable table = SweepTable(sweep);
   ReportText text;

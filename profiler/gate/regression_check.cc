@@ -20,6 +20,15 @@ bool SkippedConfigKey(const std::string& key) {
          key == "train.device" || key == "ddp.backend";
 }
 
+// Config keys newer than some baselines and rank reports, and the value
+// their absence stands for.
+const std::map<std::string, Json>& KeysAddedLater() {
+  static const std::map<std::string, Json> keys = {
+      {"ddp.zero_stage", 0},  // memprof.rank/1.3
+  };
+  return keys;
+}
+
 std::string Text(const Json& value) {
   return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
@@ -132,8 +141,14 @@ std::vector<ContextDifference> CompareContexts(const RunContext& baseline,
   hard("libtorch_version", Text(baseline.libtorch_version),
        Text(now.libtorch_version));
 
-  const std::map<std::string, Json> a = Flatten(baseline.config);
-  const std::map<std::string, Json> b = Flatten(now.config);
+  std::map<std::string, Json> a = Flatten(baseline.config);
+  std::map<std::string, Json> b = Flatten(now.config);
+  // Keys added to the config after a file was written: absent means the
+  // value runs had before the key existed.
+  for (const auto& [key, value] : KeysAddedLater()) {
+    a.emplace(key, value);
+    b.emplace(key, value);
+  }
   std::map<std::string, std::pair<std::string, std::string>> changed;
   for (const auto& [key, value] : a) {
     const auto it = b.find(key);

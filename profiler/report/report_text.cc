@@ -87,7 +87,10 @@ std::vector<std::pair<std::string, std::string>> Context(const RunView& view) {
       {"DDP", Plural(first.ddp.buckets, "bucket") + ", bucket_cap_mb " +
                   Number(first.ddp.bucket_cap_mb) +
                   ", gradient_as_bucket_view " +
-                  (first.ddp.gradient_as_bucket_view ? "true" : "false")},
+                  (first.ddp.gradient_as_bucket_view ? "true" : "false") +
+                  (config.ddp.zero_stage != 0
+                       ? ", zero_stage " + std::to_string(config.ddp.zero_stage)
+                       : "")},
       {"libtorch", context.libtorch_version},
       {"git", context.git_sha},
   };
@@ -327,6 +330,7 @@ ReportText BuildReportText(const RunView& view) {
   for (const RedundancyFigures& entry : first.redundancy) {
     text.redundancy.push_back(RedundancySentence(entry, view.world_size));
   }
+  if (first.zero) text.redundancy.push_back(ZeroSentence(view.ranks));
   return text;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 
 #include "profiler/base/category.h"
@@ -134,6 +135,44 @@ std::string RedundancySentence(const RedundancyFigures& entry,
   return line;
 }
 
+// ZeRO-1 in words: the optimizer state per rank against plain replication,
+// the partition, and what the parameter exchange adds to a step.
+std::string ZeroSentence(const std::vector<RankReport>& ranks) {
+  const RankReport& first = ranks.front();
+  int64_t least = std::numeric_limits<int64_t>::max(), most = 0;
+  std::vector<double> exchange, step;
+  for (const RankReport& rank : ranks) {
+    const int64_t bytes = rank.Of(Category::kOptimizerState).peak_bytes;
+    least = std::min(least, bytes);
+    most = std::max(most, bytes);
+    for (const StepReport& s : rank.steps) {
+      if (!s.steady_state) continue;
+      exchange.push_back(s.exchange_seconds);
+      step.push_back(s.seconds);
+    }
+  }
+  std::string line =
+      "ZeRO-1: optimizer state " +
+      HumanBytes(first.zero->replicated_optimizer_state_bytes) +
+      " per rank under plain DDP (predicted), " + HumanBytes(most) +
+      " at most under ZeRO-1 at " + std::to_string(first.context.world_size) +
+      " ranks" + " (partition " + HumanBytes(least) + " to " +
+      HumanBytes(most) + ", " +
+      (first.zero->covered_once ? "every parameter's state held once"
+                                : "NOT every parameter's state held once") +
+      ")";
+  if (!exchange.empty()) {
+    const double ms = 1e3 * Median(exchange);
+    char figures[96];
+    std::snprintf(figures, sizeof figures,
+                  "; +%.3f ms per step of parameter exchange (%.1f%% of the "
+                  "step, median)",
+                  ms, 100 * Median(exchange) / Median(step));
+    line += figures;
+  }
+  return line;
+}
+
 Json SummaryJson(const std::vector<RankReport>& ranks) {
   Json per_rank = Json::array();
   for (const RankReport& rank : ranks) {
@@ -241,6 +280,7 @@ std::string FormatSummaryTable(const std::vector<RankReport>& ranks) {
   for (const RedundancyFigures& entry : first.redundancy) {
     out << "redundancy: " << RedundancySentence(entry, world) << "\n";
   }
+  if (first.zero) out << ZeroSentence(ranks) << "\n";
   if (first.cuda_replay) {
     out << "on a GPU (rank 0): " << CudaReplaySentence(*first.cuda_replay)
         << "\n";

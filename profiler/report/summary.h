@@ -35,6 +35,10 @@ std::string Words(std::string name);
 
 // "optimizer state, 86.6 KiB per rank, bit-identical on all 2 ranks:
 // 86.6 KiB held in duplicate".
+// ZeRO-1 in words (a run with rank reports' `zero`): the optimizer state
+// per rank against plain replication, the partition, and what the
+// parameter exchange adds to a step.
+std::string ZeroSentence(const std::vector<RankReport>& ranks);
 std::string RedundancySentence(const RedundancyFigures& entry,
                                int64_t world_size);
 

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <limits>
+#include <string>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -249,6 +252,16 @@ std::vector<torch::Tensor> DdpEngine::BucketBuffers() {
 
 size_t DdpEngine::bucket_count() { return BucketBuffers().size(); }
 
+// A failure test's hook (tests/train/zero_test.cc): with
+// MEMPROF_TEST_KILL_IN_EXCHANGE=R in its environment, rank R kills itself
+// with SIGKILL in the middle of its first parameter exchange, one broadcast
+// issued and the rest not, so that the test sees a rank die inside that
+// collective. Unset, it costs one getenv per exchange.
+static void DieHereIfAsked(int rank) {
+  const char* victim = std::getenv("MEMPROF_TEST_KILL_IN_EXCHANGE");
+  if (victim != nullptr && std::to_string(rank) == victim) ::raise(SIGKILL);
+}
+
 // Note [Parameter exchange]
 // After a ZeRO-1 step only the owner of a parameter has updated it; every
 // other rank receives it by a broadcast from that owner, as
@@ -270,10 +283,10 @@ double DdpEngine::ExchangeParameters(const std::vector<torch::Tensor>& params,
     c10d::BroadcastOptions options;
     options.rootRank = owners[i];
     works.push_back(impl_->group->broadcast(tensors, options));
+    if (i == 0) DieHereIfAsked(impl_->group->getRank());
   }
   for (const c10::intrusive_ptr<c10d::Work>& work : works) work->wait();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                       begin)
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
       .count();
 }
 
