@@ -156,8 +156,8 @@ std::string ZeroSentence(const std::vector<RankReport>& ranks) {
       HumanBytes(first.zero->replicated_optimizer_state_bytes) +
       " per rank under plain DDP (predicted), " + HumanBytes(most) +
       " at most under ZeRO-1 at " + std::to_string(first.context.world_size) +
-      " ranks" + " (partition " + HumanBytes(least) + " to " +
-      HumanBytes(most) + ", " +
+      (first.context.world_size == 1 ? " rank" : " ranks") + " (partition " +
+      HumanBytes(least) + " to " + HumanBytes(most) + ", " +
       (first.zero->covered_once ? "every parameter's state held once"
                                 : "NOT every parameter's state held once") +
       ")";

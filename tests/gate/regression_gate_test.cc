@@ -122,6 +122,28 @@ TEST_F(RegressionGateTest, ProfileCheckPassesOnTheCommittedTwoRankBaseline) {
   EXPECT_GT(first, r.output.find("reports: ")) << r.output;
 }
 
+TEST_F(RegressionGateTest, ProfileCheckPassesOnTheCommittedZeroOneBaseline) {
+  const CommandResult r = RunMemprof(
+      std::string("profile --config ") + kTiny +
+      " --world-size 2 --ddp.zero_stage 1 --out " + Path("run") + " --check " +
+      kBaselines + "/mlp-tiny-ws2-zero1.json --json " + Path("c.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("0 regressed"), std::string::npos) << r.output;
+  const Json check = Read(Path("c.json"));
+  EXPECT_EQ(check["result"], "ok");
+  // The ranks hold different optimizer state, each gated to the byte.
+  EXPECT_NE(Row(check, "optimizer_state", "peak_bytes", 0)["now"],
+            Row(check, "optimizer_state", "peak_bytes", 1)["now"]);
+  // Plain DDP against it: another config, refused before training.
+  const CommandResult plain = RunMemprof(
+      std::string("profile --config ") + kTiny + " --world-size 2 --out " +
+      Path("plain") + " --check " + kBaselines + "/mlp-tiny-ws2-zero1.json");
+  EXPECT_EQ(plain.exit_code, 2) << plain.output;
+  EXPECT_NE(plain.output.find("config.ddp.zero_stage: baseline 1, run 0"),
+            std::string::npos)
+      << plain.output;
+}
+
 TEST_F(RegressionGateTest, UnderSlurmOnlyRankZeroChecks) {
   const std::string common =
       "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(FreePort()) +
