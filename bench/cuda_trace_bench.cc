@@ -14,38 +14,23 @@
 #include <chrono>
 #include <vector>
 
+#include "bench/synthetic_trace.h"
 #include "profiler/capture/cuda_trace.h"
 
 namespace {
 
-using Entry = c10::CachingDeviceAllocator::TraceEntry;
-constexpr int kBlocks = 64;
-
-Entry Make(Entry::Action action, uint64_t address, int64_t bytes) {
-  return Entry(action, /*device=*/0, address, static_cast<size_t>(bytes),
-               /*stream=*/nullptr, /*mempool=*/{0, 0}, /*time=*/0);
-}
-
 void BM_TraceEvent(benchmark::State& state) {
-  const int64_t block = state.range(0);  // a multiple of 512
-  const int64_t segment = memprof::CudaSegmentSize(block * kBlocks);
-  const uint64_t base = uint64_t{0x7d00} << 32;
-  std::vector<Entry> events;
-  for (int i = 0; i < kBlocks; ++i) {
-    events.push_back(Make(Entry::ALLOC, base + i * block, block));
-  }
-  for (int i = kBlocks - 1; i >= 0; --i) {
-    events.push_back(Make(Entry::FREE_REQUESTED, base + i * block, 0));
-    events.push_back(Make(Entry::FREE_COMPLETED, base + i * block, 0));
-  }
+  const memprof::SyntheticTrace synthetic =
+      memprof::SplitAndMergeTrace(state.range(0));
+  const std::vector<memprof::TraceEntry>& events = synthetic.events;
   memprof::MemoryTracker& tracker = memprof::MemoryTracker::Get();
   memprof::CudaTrace trace(tracker);
-  trace.Apply(Make(Entry::SEGMENT_ALLOC, base, segment));
+  trace.Apply(synthetic.segment);
   tracker.BeginSession();
   double ns = 0;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
-    for (const Entry& e : events) trace.Apply(e);
+    for (const memprof::TraceEntry& e : events) trace.Apply(e);
     ns += std::chrono::duration<double, std::nano>(
               std::chrono::steady_clock::now() - start)
               .count();

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "bench/naive_hook.h"
+#include "bench/synthetic_trace.h"
 #include "profiler/capture/cpu_hook.h"
 #include "profiler/capture/cuda_trace.h"
 #include "profiler/capture/memory_tracker.h"
@@ -84,39 +85,24 @@ void HookRegions() {
   tracker.EndSession();
 }
 
-using Entry = c10::CachingDeviceAllocator::TraceEntry;
-
-Entry Make(Entry::Action action, uint64_t address, int64_t bytes) {
-  return Entry(action, /*device=*/0, address, static_cast<size_t>(bytes),
-               /*stream=*/nullptr, /*mempool=*/{0, 0}, /*time=*/0);
-}
-
-// The sequence bench/cuda_trace_bench times: 64 blocks split off the free
-// rest of one segment, then freed in reverse, each free merging.
+// The sequence bench/cuda_trace_bench times (bench/synthetic_trace.h).
 void CudaTraceRegions() {
-  constexpr int kBlocks = 64, kRounds = 20;
+  constexpr int kRounds = 20;
   memprof::MemoryTracker& tracker = memprof::MemoryTracker::Get();
   for (int64_t block : {int64_t{1} << 10, int64_t{3} << 19}) {
-    const uint64_t base = uint64_t{0x7d00} << 32;
-    std::vector<Entry> events;
-    for (int i = 0; i < kBlocks; ++i) {
-      events.push_back(Make(Entry::ALLOC, base + i * block, block));
-    }
-    for (int i = kBlocks - 1; i >= 0; --i) {
-      events.push_back(Make(Entry::FREE_REQUESTED, base + i * block, 0));
-      events.push_back(Make(Entry::FREE_COMPLETED, base + i * block, 0));
-    }
+    const memprof::SyntheticTrace synthetic =
+        memprof::SplitAndMergeTrace(block);
     memprof::CudaTrace trace(tracker);
-    trace.Apply(Make(Entry::SEGMENT_ALLOC, base,
-                     memprof::CudaSegmentSize(block * kBlocks)));
+    trace.Apply(synthetic.segment);
     tracker.BeginSession();
-    for (const Entry& e : events) trace.Apply(e);  // warm-up
+    for (const memprof::TraceEntry& e : synthetic.events)
+      trace.Apply(e);  // warm-up
     CALLGRIND_ZERO_STATS;
     for (int round = 0; round < kRounds; ++round) {
-      for (const Entry& e : events) trace.Apply(e);
+      for (const memprof::TraceEntry& e : synthetic.events) trace.Apply(e);
     }
     Dump("cuda-trace " + std::to_string(block) + " " +
-         std::to_string(kRounds * events.size()));
+         std::to_string(kRounds * synthetic.events.size()));
     tracker.EndSession();
     if (trace.mismatches() != 0) {
       std::fprintf(stderr, "instruction_bench: the mirror disagreed: %s\n",
