@@ -51,7 +51,7 @@ const char* FitVerdictName(FitVerdict verdict) {
 }
 
 int64_t PredictedPeakAt(const RunConfig& config, int64_t micro_batch) {
-  return Predict(AtMicroBatch(config, micro_batch)).Peak().Total();
+  return PredictBusiestRank(AtMicroBatch(config, micro_batch)).Peak().Total();
 }
 
 FitAnswer Fit(const RunConfig& config, int64_t budget_bytes) {
@@ -59,11 +59,12 @@ FitAnswer Fit(const RunConfig& config, int64_t budget_bytes) {
   a.budget_bytes = budget_bytes;
   a.world_size = config.ddp.world_size;
   a.micro_batch = MicroBatch(config);
-  const Prediction requested = Predict(config);
+  // Under ZeRO-1 the ranks differ: the busiest decides.
+  const Prediction requested = PredictBusiestRank(config);
   a.peak_bytes = requested.Peak().Total();
   a.model_state_bytes = ModelStateBytes(requested.bytes);
   a.zero = requested.zero;
-  const Prediction one = Predict(AtMicroBatch(config, 1));
+  const Prediction one = PredictBusiestRank(AtMicroBatch(config, 1));
   a.peak1_bytes = one.Peak().Total();
   auto fits = [&](int64_t b) {
     return PredictedPeakAt(config, b) <= budget_bytes;
@@ -170,7 +171,10 @@ std::string FormatFit(const FitAnswer& a, const RunConfig& config) {
       << "model state per rank (weights + gradients + optimizer state + DDP "
          "buckets): "
       << HumanBytes(a.model_state_bytes)
-      << ", the same at any number of data-parallel ranks\n"
+      << (config.ddp.zero_stage == 1
+              ? " on the busiest rank, its optimizer state its ZeRO-1 "
+                "partition (whole tensors: see predict --ddp.zero_stage 1)\n"
+              : ", the same at any number of data-parallel ranks\n")
       << "predicted peak per rank: " << HumanBytes(a.peak_bytes)
       << " at micro-batch " << a.micro_batch << ", "
       << HumanBytes(a.peak1_bytes) << " at micro-batch 1\n"
@@ -182,7 +186,8 @@ std::string FormatFit(const FitAnswer& a, const RunConfig& config) {
     out << "none\n";
   }
   out << "ZeRO at " << Plural(a.world_size, "rank")
-      << ", peak per rank at micro-batch 1: ZeRO-1 "
+      << ", priced with ideal P/N shards, peak per rank at micro-batch 1: "
+         "ZeRO-1 "
       << HumanBytes(a.zero_peak_bytes[1]) << ", ZeRO-2 "
       << HumanBytes(a.zero_peak_bytes[2]) << ", ZeRO-3 "
       << HumanBytes(a.zero_peak_bytes[3]) << " (model state: plain "

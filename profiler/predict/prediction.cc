@@ -1,6 +1,7 @@
 #include "profiler/predict/prediction.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "profiler/base/cuda_allocator_model.h"
 #include "profiler/base/zero_partition.h"
@@ -165,6 +166,16 @@ Prediction Predict(const RunConfig& config, int rank) {
   p.bytes[Index(Category::kTemporaries)] =
       p.Peak().bytes[Index(Category::kTemporaries)];
   return p;
+}
+
+Prediction PredictBusiestRank(const RunConfig& config) {
+  Prediction busiest = Predict(config, 0);
+  if (config.ddp.zero_stage != 1) return busiest;
+  for (int r = 1; r < static_cast<int>(config.ddp.world_size); ++r) {
+    Prediction p = Predict(config, r);
+    if (p.Peak().Total() > busiest.Peak().Total()) busiest = std::move(p);
+  }
+  return busiest;
 }
 
 const char* ComparedFigure(Category category) {

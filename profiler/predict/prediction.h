@@ -70,6 +70,10 @@ struct Prediction {
 // state and the optimizer's workspace. Expects a validated config.
 Prediction Predict(const RunConfig& config, int rank = 0);
 
+// The rank with the highest predicted peak: rank 0 at stage 0 (every rank
+// the same), under ZeRO-1 the one whose partition costs most.
+Prediction PredictBusiestRank(const RunConfig& config);
+
 // The DDP buckets' bytes after the Reducer's rebuild (step 2 on): the
 // parameters in reverse order, a bucket closing once it holds at least its
 // cap (1 MiB for the first, bucket_cap_mb after).

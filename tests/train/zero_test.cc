@@ -4,7 +4,9 @@
 // partition, predicted to the byte; the partitions cover every parameter
 // once; the parameters after the last step are the same as plain DDP's
 // (bit for bit: the same Adam arithmetic on each parameter, on its owner).
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -159,6 +161,14 @@ TEST(ZeroPrediction, RanksSumToOneReplica) {
   EXPECT_EQ(sum, replicated);
   EXPECT_EQ(Predict(config, 0).zero.stage1_bytes,
             Predict(plain).zero.stage1_bytes);
+  // fit and the limit's advice go by the busiest rank.
+  int64_t most = 0, least = INT64_MAX;
+  for (int r = 0; r < 4; ++r) {
+    most = std::max(most, Predict(config, r).Peak().Total());
+    least = std::min(least, Predict(config, r).Peak().Total());
+  }
+  EXPECT_LT(least, most);
+  EXPECT_EQ(PredictBusiestRank(config).Peak().Total(), most);
 }
 
 // A rank that dies inside the parameter exchange ends the job: exit 3,
