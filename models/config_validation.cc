@@ -1,6 +1,8 @@
 #include "models/config_validation.h"
 
-#include <nlohmann/json.hpp>
+#include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "models/resnet_table.h"
 #include "profiler/base/errors.h"
@@ -8,10 +10,28 @@
 namespace memprof {
 namespace {
 
-void RequirePositive(const std::string& key, double value) {
-  if (!(value > 0)) {
+void RequirePositive(const std::string& key, int64_t value) {
+  if (value <= 0) {
+    throw ConfigError(key,
+                      key + " must be positive, got " + std::to_string(value));
+  }
+}
+
+// "inf", "nan" or the number as written ("0.5", "-2").
+std::string Describe(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+// A positive real number: infinities and NaN are refused, not carried
+// into training (NaN losses) or the report (JSON null).
+void RequireFinitePositive(const std::string& key, double value) {
+  if (!std::isfinite(value) || !(value > 0)) {
     throw ConfigError(
-        key, key + " must be positive, got " + nlohmann::json(value).dump());
+        key, key + " must be a finite positive number, got " + Describe(value));
   }
 }
 
@@ -29,7 +49,7 @@ void ValidateGpt(const GptConfig& g) {
   }
   if (!(g.dropout >= 0 && g.dropout < 1)) {
     throw ConfigError("gpt.dropout", "gpt.dropout must be in [0, 1), got " +
-                                         nlohmann::json(g.dropout).dump());
+                                         Describe(g.dropout));
   }
 }
 
@@ -71,10 +91,10 @@ void ValidateRunConfig(const RunConfig& c) {
   }
   RequirePositive("train.micro_batch", c.train.micro_batch);
   RequirePositive("train.steps", c.train.steps);
-  RequirePositive("train.lr", c.train.lr);
+  RequireFinitePositive("train.lr", c.train.lr);
   RequirePositive("ddp.world_size", c.ddp.world_size);
-  RequirePositive("ddp.bucket_cap_mb", c.ddp.bucket_cap_mb);
-  RequirePositive("ddp.timeout_s", static_cast<double>(c.ddp.timeout_s));
+  RequireFinitePositive("ddp.bucket_cap_mb", c.ddp.bucket_cap_mb);
+  RequirePositive("ddp.timeout_s", c.ddp.timeout_s);
   if (c.train.global_batch < 0) {
     throw ConfigError("train.global_batch",
                       "train.global_batch must be positive (or 0 for unset), "

@@ -93,6 +93,27 @@ TEST_F(ConfigCliTest, NonPositiveSizeNamesWhereItCameFrom) {
   EXPECT_NE(from_alias.find("--steps"), std::string::npos) << from_alias;
 }
 
+TEST_F(ConfigCliTest, InfinityAndNanAreRefusedAndIntegersEchoedAsSuch) {
+  for (const char* key : {"--train.lr", "--ddp.bucket_cap_mb"}) {
+    for (const char* value : {"inf", "nan", "-inf"}) {
+      const std::string error = ErrorOf({key, value});
+      EXPECT_NE(error.find(std::string(key + 2) +
+                           " must be a finite positive number, got " + value),
+                std::string::npos)
+          << error;
+    }
+  }
+  const std::string zero = ErrorOf({"--mlp.hidden", "0"});
+  EXPECT_NE(zero.find("mlp.hidden must be positive, got 0"), std::string::npos)
+      << zero;
+  EXPECT_EQ(zero.find("got 0.0"), std::string::npos) << zero;
+  const std::string dropout = ErrorOf(
+      {"--config", Write("gpt.ini", "model = gpt\n"), "--gpt.dropout", "nan"});
+  EXPECT_NE(dropout.find("gpt.dropout must be in [0, 1), got nan"),
+            std::string::npos)
+      << dropout;
+}
+
 TEST_F(ConfigCliTest, MissingFileNamesItAndTheRemedy) {
   const std::string error = ErrorOf({"--config", "/nonexistent/x.ini"});
   EXPECT_NE(error.find("'/nonexistent/x.ini'"), std::string::npos) << error;

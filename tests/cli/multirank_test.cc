@@ -148,6 +148,30 @@ TEST_F(MultiRankTest, ATakenPortIsReportedWithTheRemedy) {
   EXPECT_NE(r.output.find("rank 0 on"), std::string::npos) << r.output;
 }
 
+// Note [Local world size]: refused with the reason before anything forks.
+TEST_F(MultiRankTest, ALocalWorldSizeTheMachineCannotHoldIsRefused) {
+  const CommandResult cores =
+      RunMemprof(std::string("profile --config ") + kTiny +
+                 " --world-size 100000 --out " + Out("cores"));
+  EXPECT_EQ(cores.exit_code, 2) << cores.output;
+  EXPECT_NE(cores.output.find("--world-size 100000: this machine has"),
+            std::string::npos)
+      << cores.output;
+  EXPECT_EQ(cores.output.find("memprof: rank 0: pid"), std::string::npos)
+      << cores.output;
+  EXPECT_FALSE(fs::exists(Out("cores"))) << "nothing is written";
+  // Two ranks of a model whose predicted peak is hundreds of GB each.
+  const CommandResult memory = RunMemprof(
+      "profile --config " MEMPROF_SOURCE_DIR
+      "/configs/gpt-1.3b.ini --micro-batch 64 --world-size 2 --out " +
+      Out("memory"));
+  EXPECT_EQ(memory.exit_code, 2) << memory.output;
+  EXPECT_NE(memory.output.find("this machine has available"), std::string::npos)
+      << memory.output;
+  EXPECT_EQ(memory.output.find("memprof: rank 0: pid"), std::string::npos)
+      << memory.output;
+}
+
 TEST_F(MultiRankTest, ARankKilledMidRunStopsTheJobAndIsNamed) {
   const auto start = std::chrono::steady_clock::now();
   FILE* pipe =
