@@ -1,11 +1,16 @@
 #include "profiler/cli/profile_command.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <regex>
 #include <sstream>
 
 #include "models/config_validation.h"
@@ -216,6 +221,41 @@ void CheckLocalWorldSize(const RunConfig& config) {
   }
 }
 
+// Note [A run owns its --out]
+// A local run (one rank, or the launcher of N ranks) holds an exclusive
+// flock on DIR/.memprof.lock from before training until the process ends
+// (released by the kernel however it ends): a second run into DIR is
+// refused with exit 2 instead of mixing its files in. Holding the lock, it
+// removes what an earlier run left there (rank-<r>.json, snapshot-<r>.json,
+// summary.json, report.md, report.html, trace.json), so that a 1-rank run
+// after a 2-rank one does not leave rank-1.json for `memprof report` to
+// read. Ranks started by torchrun, srun or mpirun share one --out per
+// machine and are neither locked nor cleaned here.
+void ClaimOutputDirectory(const std::string& dir) {
+  const fs::path lock_path = fs::path(dir) / ".memprof.lock";
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw InputError("--out " + dir + ": cannot create " + lock_path.string() +
+                     ": " + std::strerror(errno) +
+                     "; choose a directory you can write");
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    throw InputError(
+        "--out " + dir + ": another memprof run is writing there (it holds " +
+        lock_path.string() + "); wait for it to end or choose another --out");
+  }
+  // Kept open, so locked, until the process ends.
+  static const std::regex kRankFile("(rank|snapshot)-[0-9]+\\.json");
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, kRankFile) || name == "summary.json" ||
+        name == "report.md" || name == "report.html" || name == "trace.json") {
+      fs::remove(entry.path());
+    }
+  }
+}
+
 }  // namespace
 
 int RunProfileCommand(const ProfileArgs& args) {
@@ -239,6 +279,7 @@ int RunProfileCommand(const ProfileArgs& args) {
   if (!topology && config.ddp.world_size > 1) {
     CheckLocalWorldSize(config);                   // Note [Local world size]
     CreateOutputDirectory("--out", args.out_dir);  // before any training
+    ClaimOutputDirectory(args.out_dir);  // Note [A run owns its --out]
     const int code = LaunchLocalRanks(static_cast<int>(config.ddp.world_size),
                                       args.words, args.out_dir);
     if (code != kExitOk || !baseline) return code;
@@ -255,6 +296,7 @@ int RunProfileCommand(const ProfileArgs& args) {
     }
   }
   CreateOutputDirectory("--out", args.out_dir);  // before any training
+  if (!topology) ClaimOutputDirectory(args.out_dir);
   const GroupBackend backend =
       BackendOf(config, topology ? topology->local_rank : 0);
   std::unique_ptr<ProcessGroup> group;

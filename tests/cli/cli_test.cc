@@ -46,9 +46,11 @@ TEST_F(CliTest, ProfileWritesTheRankReportWholeAndPrintsTheTable) {
                           "; CUDA "),
             std::string::npos)
       << r.output;
-  const std::set<std::string> expected = {"rank-0.json",     "summary.json",
-                                          "snapshot-0.json", "report.md",
-                                          "report.html",     "trace.json"};
+  // .memprof.lock: the run's claim on the directory (Note [A run owns its
+  // --out]), kept for the next run to lock.
+  const std::set<std::string> expected = {
+      "rank-0.json", "summary.json", "snapshot-0.json", "report.md",
+      "report.html", "trace.json",   ".memprof.lock"};
   std::set<std::string> found;
   for (const auto& entry : fs::directory_iterator(Out())) {
     found.insert(entry.path().filename());

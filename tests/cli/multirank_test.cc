@@ -2,8 +2,10 @@
 // variables, per-rank reports, scaling with the per-rank micro-batch, and a
 // rank killed mid-run.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -146,6 +148,38 @@ TEST_F(MultiRankTest, ATakenPortIsReportedWithTheRemedy) {
   EXPECT_NE(r.output.find("choose another MASTER_PORT"), std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("rank 0 on"), std::string::npos) << r.output;
+}
+
+// Note [A run owns its --out]: what an earlier run left is removed, and a
+// second run into a directory in use is refused.
+TEST_F(MultiRankTest, ARunOwnsItsOutputDirectory) {
+  const std::string dir = Out("shared");
+  ASSERT_EQ(RunMemprof(std::string("profile --config ") + kTiny +
+                       " --world-size 2 --out " + dir)
+                .exit_code,
+            0);
+  ASSERT_TRUE(fs::exists(fs::path(dir) / "rank-1.json"));
+  const CommandResult solo =
+      RunMemprof(std::string("profile --config ") + kTiny + " --out " + dir);
+  ASSERT_EQ(solo.exit_code, 0) << solo.output;
+  EXPECT_FALSE(fs::exists(fs::path(dir) / "rank-1.json"));
+  EXPECT_FALSE(fs::exists(fs::path(dir) / "snapshot-1.json"));
+  EXPECT_EQ(Read(dir + "/rank-0.json")["context"]["world_size"], 1);
+  const CommandResult report = RunMemprof("report --run " + dir);
+  EXPECT_EQ(report.exit_code, 0) << report.output;
+
+  // Another run holds the lock: refused before training, nothing touched.
+  const int fd = ::open((fs::path(dir) / ".memprof.lock").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  const CommandResult second =
+      RunMemprof(std::string("profile --config ") + kTiny + " --out " + dir);
+  ::close(fd);
+  EXPECT_EQ(second.exit_code, 2) << second.output;
+  EXPECT_NE(second.output.find("another memprof run is writing there"),
+            std::string::npos)
+      << second.output;
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "rank-0.json"));
 }
 
 // Note [Local world size]: refused with the reason before anything forks.
