@@ -13,6 +13,8 @@
 #include <regex>
 #include <sstream>
 
+#include <torch/version.h>
+
 #include "models/config_validation.h"
 #include "profiler/base/atomic_file.h"
 #include "profiler/base/errors.h"
@@ -21,6 +23,7 @@
 #include "profiler/capture/memory_snapshot.h"
 #include "profiler/cli/launcher.h"
 #include "profiler/gate/gate_run.h"
+#include "profiler/gate/regression_check.h"
 #include "profiler/predict/prediction.h"
 #include "profiler/report/rank_report.h"
 #include "profiler/report/report_text.h"
@@ -270,6 +273,20 @@ int RunProfileCommand(const ProfileArgs& args) {
       !topology || (topology->rank == 0 && !topology->launched_by_memprof);
   if (!args.check.baseline_path.empty() && checker) {
     baseline = LoadBaseline(args.check.baseline_path);
+    // The run's context is known before it trains: a baseline it could
+    // not be gated against is refused now, not after the run.
+    RunContext now;
+    now.world_size = topology ? topology->world_size
+                              : static_cast<int>(config.ddp.world_size);
+    now.device = config.train.device;
+    now.backend = DdpBackend(config);
+    now.libtorch_version = TORCH_VERSION;
+    now.dtype = config.train.dtype;
+    RunConfig effective = config;
+    effective.ddp.world_size = now.world_size;
+    now.config = ToJson(effective);
+    RequireComparableContext(*baseline, args.check.baseline_path, now,
+                             args.out_dir, args.check.allow_config_change);
   }
   // Under an external launcher, local ranks 0..LOCAL_RANK are here at least.
   CheckDevices(config,

@@ -168,16 +168,12 @@ std::vector<ContextDifference> CompareContexts(const RunContext& baseline,
   return out;
 }
 
-namespace {
-
-// Throws InputError when the contexts differ in a way the policy refuses
-// (Note [Context policy]); returns every difference.
-std::vector<ContextDifference> RequireComparableContexts(
+std::vector<ContextDifference> RequireComparableContext(
     const Baseline& baseline, const std::string& baseline_origin,
-    const RunFigures& now, const std::string& run_origin,
+    const RunContext& now, const std::string& run_origin,
     bool allow_config_change) {
   const std::vector<ContextDifference> differences =
-      CompareContexts(baseline.run.context, now.context);
+      CompareContexts(baseline.run.context, now);
   bool refused = false;
   bool hard = false;
   std::string listed;
@@ -199,6 +195,20 @@ std::vector<ContextDifference> RequireComparableContexts(
     throw InputError("run " + run_origin + " does not match the context of " +
                      baseline_origin + ":" + listed + "\n" + remedy);
   }
+  return differences;
+}
+
+namespace {
+
+// Throws InputError when the contexts differ in a way the policy refuses
+// (Note [Context policy]), or the rank counts differ; returns every
+// difference.
+std::vector<ContextDifference> RequireComparableContexts(
+    const Baseline& baseline, const std::string& baseline_origin,
+    const RunFigures& now, const std::string& run_origin,
+    bool allow_config_change) {
+  const std::vector<ContextDifference> differences = RequireComparableContext(
+      baseline, baseline_origin, now.context, run_origin, allow_config_change);
   if (now.ranks.size() != baseline.run.ranks.size()) {
     throw InputError(run_origin + ": " + std::to_string(now.ranks.size()) +
                      " ranks, " + baseline_origin + ": " +

@@ -44,6 +44,15 @@ struct ContextDifference {
 std::vector<ContextDifference> CompareContexts(const RunContext& baseline,
                                                const RunContext& now);
 
+// Throws InputError when a run in context `now` cannot be gated against
+// `baseline` (Note [Context policy]): `profile --check` calls it before
+// training, so a baseline of another config is refused with nothing run.
+// Returns every difference.
+std::vector<ContextDifference> RequireComparableContext(
+    const Baseline& baseline, const std::string& baseline_origin,
+    const RunContext& now, const std::string& run_origin,
+    bool allow_config_change);
+
 struct FigureCheck {
   std::string key;     // tolerance key: a category or "peak"
   std::string figure;  // "measured_bytes", "peak_bytes" or "total_bytes"

@@ -144,6 +144,28 @@ TEST_F(RegressionGateTest, ProfileCheckPassesOnTheCommittedZeroOneBaseline) {
       << plain.output;
 }
 
+// A baseline the run could not be gated against, and an --out it cannot
+// write, are refused before anything trains.
+TEST_F(RegressionGateTest, ABaselineOfAnotherConfigIsRefusedBeforeTraining) {
+  const CommandResult r = RunMemprof(
+      std::string("profile --config ") + kTiny + " --mlp.hidden 65 --out " +
+      Path("run") + " --check " + kBaselines + "/mlp-tiny-ws1.json");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("config.mlp.hidden: baseline 64, run 65"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("steady-state peak"), std::string::npos)
+      << "trained before refusing: " << r.output;
+  EXPECT_FALSE(fs::exists(Path("run") + "/rank-0.json"));
+  const CommandResult unwritable = RunMemprof(std::string("profile --config ") +
+                                              kTiny + " --out /proc/self");
+  EXPECT_EQ(unwritable.exit_code, 2) << unwritable.output;
+  EXPECT_NE(unwritable.output.find("--out /proc/self"), std::string::npos)
+      << unwritable.output;
+  EXPECT_EQ(unwritable.output.find("steady-state peak"), std::string::npos)
+      << unwritable.output;
+}
+
 TEST_F(RegressionGateTest, UnderSlurmOnlyRankZeroChecks) {
   const std::string common =
       "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(FreePort()) +
