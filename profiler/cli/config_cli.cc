@@ -240,7 +240,18 @@ bool ParseRunConfigWords(const std::vector<std::string>& words,
   po::options_description all;
   all.add(command_flags).add(AliasFlags(config.source, aliases)).add(keys);
   try {
-    po::store(po::command_line_parser(words).options(all).run(), cli);
+    const po::parsed_options parsed =
+        po::command_line_parser(words).options(all).run();
+    for (const po::option& option : parsed.options) {
+      if (option.position_key >= 0) {  // a word that is no flag's value
+        throw InputError("unexpected argument '" +
+                         (option.value.empty() ? "" : option.value.front()) +
+                         "': every argument of 'memprof " + command +
+                         "' is a --flag (run 'memprof " + command +
+                         " --help' for the list)");
+      }
+    }
+    po::store(parsed, cli);
   } catch (const po::unknown_option& e) {
     throw InputError("unknown flag '" + e.get_option_name() +
                      "'; run 'memprof " + command + " --help' for the list");
@@ -260,6 +271,15 @@ bool ParseRunConfigWords(const std::vector<std::string>& words,
   }
   config.source = path;
   ApplyAliases(aliases, cli, config);
+  // Both on the command line, the global batch would silently win.
+  const bool micro = cli.count("micro-batch") || cli.count("train.micro_batch");
+  const bool global =
+      cli.count("global-batch") || cli.count("train.global_batch");
+  if (micro && global && config.train.global_batch > 0) {
+    throw InputError(
+        "--micro-batch and --global-batch both given: the global batch "
+        "decides the micro-batch (global / world size); give one of them");
+  }
   ValidateWhere(config, cli, path);
   return true;
 }

@@ -114,6 +114,20 @@ TEST_F(ConfigCliTest, InfinityAndNanAreRefusedAndIntegersEchoedAsSuch) {
       << dropout;
 }
 
+TEST_F(ConfigCliTest, AStrayArgumentAndTwoBatchSizesAreRefused) {
+  const std::string stray = ErrorOf({"stray", "--steps", "2"});
+  EXPECT_NE(stray.find("unexpected argument 'stray'"), std::string::npos)
+      << stray;
+  const std::string both =
+      ErrorOf({"--global-batch", "8", "--micro-batch", "2"});
+  EXPECT_NE(both.find("--micro-batch and --global-batch both given"),
+            std::string::npos)
+      << both;
+  // The global batch alone still decides the micro-batch.
+  EXPECT_EQ(ParseProfileArgs({"--global-batch", "8"}).config.train.global_batch,
+            8);
+}
+
 TEST_F(ConfigCliTest, MissingFileNamesItAndTheRemedy) {
   const std::string error = ErrorOf({"--config", "/nonexistent/x.ini"});
   EXPECT_NE(error.find("'/nonexistent/x.ini'"), std::string::npos) << error;
