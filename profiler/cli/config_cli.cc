@@ -271,6 +271,17 @@ bool ParseRunConfigWords(const std::vector<std::string>& words,
   }
   config.source = path;
   ApplyAliases(aliases, cli, config);
+  // A model key for another model would be ignored: say so instead.
+  for (const char* section : {"mlp", "gpt", "resnet"}) {
+    if (config.model == section) continue;
+    for (const auto& [key, value] : cli) {
+      if (key.rfind(std::string(section) + ".", 0) == 0) {
+        throw InputError("--" + key + ": the model is " + config.model +
+                         ", which has no " + section +
+                         " keys; drop the flag or choose --model " + section);
+      }
+    }
+  }
   // Both on the command line, the global batch would silently win.
   const bool micro = cli.count("micro-batch") || cli.count("train.micro_batch");
   const bool global =

@@ -123,6 +123,10 @@ TEST_F(ConfigCliTest, AStrayArgumentAndTwoBatchSizesAreRefused) {
   EXPECT_NE(both.find("--micro-batch and --global-batch both given"),
             std::string::npos)
       << both;
+  const std::string other = ErrorOf(
+      {"--config", Write("g.ini", "model = gpt\n"), "--mlp.hidden", "64"});
+  EXPECT_NE(other.find("--mlp.hidden: the model is gpt"), std::string::npos)
+      << other;
   // The global batch alone still decides the micro-batch.
   EXPECT_EQ(ParseProfileArgs({"--global-batch", "8"}).config.train.global_batch,
             8);
