@@ -195,9 +195,12 @@ RunFigures CombineRankReports(const std::vector<RankReportFigures>& reports,
 }
 
 Baseline ParseBaseline(const std::string& text, const std::string& origin) {
+  // Never "--out ORIGIN": the file may be a rank report, which that would
+  // overwrite.
   const JsonReader reader(
       origin,
-      "write it with 'memprof baseline --run DIR --out " + origin + "'");
+      "make a baseline with 'memprof baseline --run DIR --out BASELINE.json' "
+      "(DIR: a profile's --out) and pass that file");
   const Json doc = reader.Parse(text);
   reader.Schema(doc, kBaselineSchema);
   Baseline baseline;

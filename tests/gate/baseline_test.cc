@@ -136,9 +136,11 @@ TEST(Baseline, WrongSchemasAreNamedWithTheRemedy) {
   std::string message = BaselineError(doc);
   EXPECT_NE(message.find("this is a rank report"), std::string::npos)
       << message;
-  EXPECT_NE(message.find("memprof baseline --run DIR --out b.json"),
+  EXPECT_NE(message.find("memprof baseline --run DIR --out BASELINE.json"),
             std::string::npos)
       << message;
+  EXPECT_EQ(message.find("--out b.json"), std::string::npos)
+      << "advises overwriting the file it read: " << message;
   doc["schema"] = "memprof.baseline/2";
   EXPECT_NE(BaselineError(doc).find("major version 2 of memprof.baseline"),
             std::string::npos);
