@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <iostream>
 #include <string>
 
@@ -25,16 +26,36 @@ std::string Origin() {
   }
 }
 
+// The message with control bytes (from a binary file read as a config, say)
+// written as \xNN, so the terminal shows them instead of obeying them.
+std::string Printable(const std::string& message) {
+  std::string out;
+  for (const unsigned char c : message) {
+    if (c < 0x20 && c != '\n' && c != '\t') {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      out += escaped;
+    } else if (c == 0x7f) {
+      out += "\\x7f";
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int RunWithExitCodes(const std::function<int()>& command) {
   try {
     return command();
   } catch (const InputError& e) {
-    std::cerr << "memprof: " << Origin() << "error: " << e.what() << "\n";
+    std::cerr << "memprof: " << Origin() << "error: " << Printable(e.what())
+              << "\n";
     return kExitBadInput;
   } catch (const std::exception& e) {
-    std::cerr << "memprof: " << Origin() << "run failed: " << e.what() << "\n";
+    std::cerr << "memprof: " << Origin()
+              << "run failed: " << Printable(e.what()) << "\n";
     return kExitRunFailed;
   }
 }

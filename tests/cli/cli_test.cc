@@ -105,6 +105,19 @@ TEST_F(CliTest, SnapshotPerCategorySumsMatchTheRankReport) {
   EXPECT_GT(allocated["weights"], 0);
 }
 
+// A binary file given as the config: its control bytes are shown escaped,
+// not sent to the terminal.
+TEST_F(CliTest, ControlBytesInAMessageAreEscaped) {
+  const std::string path =
+      Write("binary.ini", "model = mlp\n\x1b[31mhidden\x07 = 3\n");
+  const Result r = RunMemprof("profile --config " + path + " --out " + Out());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("\\x1b[31mhidden\\x07"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find('\x07'), std::string::npos) << r.output;
+}
+
 TEST_F(CliTest, MissingConfigIsBadInput) {
   const Result r = RunMemprof("profile --config " +
                               (dir_ / "nope.ini").string() + " --out " + Out());
