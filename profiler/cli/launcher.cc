@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,10 +30,54 @@ struct Child {
   bool running = false;
 };
 
+// Note [Launcher signals]
+// SIGINT or SIGTERM sent to the launcher alone (not to its process group)
+// used to end it and leave its ranks training, re-parented to init, to
+// write a whole report set later. The launcher now catches both while it
+// waits: it stops every rank (SIGTERM, SIGKILL after the grace period),
+// reaps them and exits 128 + the signal (130, 143). A rank killed that way
+// writes nothing (its files are renamed into place whole, or not at all).
+// If the launcher itself is SIGKILLed, which cannot be caught, each rank
+// gets SIGKILL from the kernel (PR_SET_PDEATHSIG), so none outlives it to
+// write a report that looks complete.
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+void RecordStopSignal(int sig) { g_stop_signal = sig; }
+
+// Installs the handlers for the launcher's wait (no SA_RESTART: waitpid
+// returns EINTR) and puts the previous ones back when it ends.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction action {};
+    action.sa_handler = &RecordStopSignal;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, &old_int_);
+    ::sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~StopSignals() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
 pid_t SpawnRank(int rank, int world_size, int port,
                 const std::vector<std::string>& words) {
+  const pid_t launcher = ::getpid();
   const pid_t pid = ::fork();
   if (pid != 0) return pid;
+  // Child: dies with the launcher (Note [Launcher signals]), even if the
+  // launcher died before this line.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != launcher) ::_exit(128 + SIGKILL);
+  // The launcher's handlers are not the rank's.
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
   // Child: the same binary, as one rank.
   ::setenv("RANK", std::to_string(rank).c_str(), 1);
   ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
@@ -142,6 +187,7 @@ int FreeLocalPort() {
 
 int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
                      const std::string& out_dir) {
+  const StopSignals stop_signals;  // Note [Launcher signals]
   for (int attempt = 1;; ++attempt) {
     const int port = FreeLocalPort();
     std::vector<Child> children(world_size);
@@ -160,11 +206,22 @@ int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
     std::string failure;
     while (left > 0 && failure.empty() && !port_busy) {
       int status = 0;
-      const pid_t pid = ::waitpid(-1, &status, 0);
-      if (pid < 0) {
-        if (errno == EINTR) continue;
-        break;
+      // Polled, so that a stop signal arriving at any moment is seen
+      // within 20 ms (a blocking wait could miss one that came just
+      // before it).
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (g_stop_signal != 0) {
+        const int sig = g_stop_signal;
+        StopAll(children);
+        std::cerr << "memprof: " << ::strsignal(sig)
+                  << ": stopped every rank; no report was written\n";
+        return 128 + sig;
       }
+      if (pid == 0 || (pid < 0 && errno == EINTR)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        continue;
+      }
+      if (pid < 0) break;
       const int rank = RankOf(children, pid);
       if (rank < 0) continue;
       children[rank].running = false;

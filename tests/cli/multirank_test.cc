@@ -10,11 +10,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <regex>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -204,6 +206,89 @@ TEST_F(MultiRankTest, ALocalWorldSizeTheMachineCannotHoldIsRefused) {
       << memory.output;
   EXPECT_EQ(memory.output.find("memprof: rank 0: pid"), std::string::npos)
       << memory.output;
+}
+
+// Note [Launcher signals]. A rank is gone when it is absent or a zombie
+// (re-parented to an init that does not reap).
+bool Gone(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string pid_field, name, state;
+  if (!(stat >> pid_field >> name >> state)) return true;
+  return state == "Z" || state == "X";
+}
+
+pid_t ParentOf(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string pid_field, name, state;
+  pid_t parent = -1;
+  stat >> pid_field >> name >> state >> parent;
+  return parent;
+}
+
+// Starts a long 2-rank run; returns the pipe, and the ranks' pids once both
+// are printed.
+FILE* StartLongRun(const std::string& out, std::vector<pid_t>& ranks,
+                   std::string& output) {
+  FILE* pipe =
+      ::popen(("exec " + std::string(MEMPROF_BINARY) + " profile --config " +
+               kTiny + " --world-size 2 --steps 1000000 --out " + out + " 2>&1")
+                  .c_str(),
+              "r");
+  const std::regex pid_line("memprof: rank [01]: pid ([0-9]+)");
+  char line[4096];
+  while (pipe != nullptr && ranks.size() < 2 &&
+         std::fgets(line, sizeof line, pipe) != nullptr) {
+    output += line;
+    std::cmatch match;
+    if (std::regex_search(line, match, pid_line)) {
+      ranks.push_back(std::stoi(match[1]));
+    }
+  }
+  return pipe;
+}
+
+TEST_F(MultiRankTest, ASignalToTheLauncherStopsEveryRank) {
+  for (const int sig : {SIGTERM, SIGINT}) {
+    SCOPED_TRACE(::strsignal(sig));
+    const std::string out = Out(std::string("sig") + std::to_string(sig));
+    std::vector<pid_t> ranks;
+    std::string output;
+    FILE* pipe = StartLongRun(out, ranks, output);
+    ASSERT_NE(pipe, nullptr);
+    ASSERT_EQ(ranks.size(), 2u) << output;
+    const pid_t launcher = ParentOf(ranks[0]);
+    ASSERT_GT(launcher, 1);
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // training
+    ASSERT_EQ(::kill(launcher, sig), 0);
+    char line[4096];
+    while (std::fgets(line, sizeof line, pipe) != nullptr) output += line;
+    const int status = ::pclose(pipe);
+    ASSERT_TRUE(WIFEXITED(status)) << output;
+    EXPECT_EQ(WEXITSTATUS(status), 128 + sig) << output;
+    for (pid_t rank : ranks) EXPECT_TRUE(Gone(rank)) << rank;
+    EXPECT_FALSE(fs::exists(fs::path(out) / "rank-0.json")) << output;
+    EXPECT_FALSE(fs::exists(fs::path(out) / "summary.json")) << output;
+  }
+}
+
+TEST_F(MultiRankTest, RanksDieWithAKilledLauncher) {
+  std::vector<pid_t> ranks;
+  std::string output;
+  FILE* pipe = StartLongRun(Out("sigkill"), ranks, output);
+  ASSERT_NE(pipe, nullptr);
+  ASSERT_EQ(ranks.size(), 2u) << output;
+  const pid_t launcher = ParentOf(ranks[0]);
+  ASSERT_GT(launcher, 1);
+  ASSERT_EQ(::kill(launcher, SIGKILL), 0);
+  ::pclose(pipe);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while ((!Gone(ranks[0]) || !Gone(ranks[1])) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (pid_t rank : ranks) EXPECT_TRUE(Gone(rank)) << rank;
+  EXPECT_FALSE(fs::exists(Out("sigkill") + "/rank-0.json"));
 }
 
 TEST_F(MultiRankTest, ARankKilledMidRunStopsTheJobAndIsNamed) {
