@@ -147,6 +147,7 @@ ProcessGroup::~ProcessGroup() {
   }
 }
 int ProcessGroup::rank() const { return impl_->rank; }
+void ProcessGroup::Settle() { memprof::Settle(impl_->group); }
 int ProcessGroup::size() const { return impl_->size; }
 void ProcessGroup::Abandon() { (void)impl_.release(); }
 

@@ -43,6 +43,9 @@ class ProcessGroup {
   int size() const;
   // Every rank's `value`, in rank order.
   std::vector<std::string> AllGather(const std::string& value);
+  // Waits until the host backend has dropped every earlier collective's
+  // tensors (Note [Settled collectives]).
+  void Settle();
   // Opaque c10d handle, for the Reducer.
   struct Impl;
   Impl& impl() { return *impl_; }

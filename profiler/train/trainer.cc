@@ -168,6 +168,10 @@ class RankTrainer {
     run_.redundancy.push_back(AuditAcrossRanks(
         group_, Category::kOptimizerState, OptimizerStateTensors(*optimizer_)));
     if (!run_.zero_owners.empty()) run_.zero_covered_once = ShardsCoverOnce();
+    // The audit's gathers leave their output tensors to Gloo's thread, which
+    // could free them after the session ends: unattributed bytes, from run
+    // to run (Note [Settled collectives]).
+    group_.Settle();
   }
 
   // ZeRO-1: the parameters whose optimizer state this rank keeps (Note
@@ -179,8 +183,7 @@ class RankTrainer {
     run_.zero_owners = PartitionParameters(bytes, group_.size());
     std::vector<int64_t> elements;
     for (const torch::Tensor& p : params_) elements.push_back(p.numel());
-    run_.zero_partition =
-        OwnedBytes(elements, run_.zero_owners, group_.size());
+    run_.zero_partition = OwnedBytes(elements, run_.zero_owners, group_.size());
     std::vector<torch::Tensor> owned;
     for (size_t i = 0; i < params_.size(); ++i) {
       if (run_.zero_owners[i] == group_.rank()) owned.push_back(params_[i]);
