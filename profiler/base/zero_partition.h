@@ -21,7 +21,6 @@ std::vector<int> PartitionParameters(const std::vector<int64_t>& bytes,
 
 // Bytes each rank owns under `owners`.
 std::vector<int64_t> OwnedBytes(const std::vector<int64_t>& bytes,
-                                const std::vector<int>& owners,
-                                int world_size);
+                                const std::vector<int>& owners, int world_size);
 
 }  // namespace memprof

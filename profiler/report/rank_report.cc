@@ -36,13 +36,12 @@ Json CategoriesJson(const RankReport& r) {
 
 Json ZeroJson(const std::optional<ZeroFigures>& zero) {
   if (!zero) return nullptr;
-  return Json{
-      {"stage", zero->stage},
-      {"partition_parameters", zero->partition_parameters},
-      {"owned_tensors", zero->owned_tensors},
-      {"covered_once", zero->covered_once},
-      {"replicated_optimizer_state_bytes",
-       zero->replicated_optimizer_state_bytes}};
+  return Json{{"stage", zero->stage},
+              {"partition_parameters", zero->partition_parameters},
+              {"owned_tensors", zero->owned_tensors},
+              {"covered_once", zero->covered_once},
+              {"replicated_optimizer_state_bytes",
+               zero->replicated_optimizer_state_bytes}};
 }
 
 Json StepJson(const StepReport& s) {

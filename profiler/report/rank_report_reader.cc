@@ -190,9 +190,8 @@ ZeroFigures RankReportReader::Zero(const Json& z, int world_size) const {
   }
   for (size_t r = 0; r < partition.size(); ++r) {
     out.partition_parameters.push_back(r_.Integer(
-        partition[r],
-        JsonElement(JsonPath(where, "partition_parameters"), r), 0,
-        std::numeric_limits<int64_t>::max()));
+        partition[r], JsonElement(JsonPath(where, "partition_parameters"), r),
+        0, std::numeric_limits<int64_t>::max()));
   }
   out.owned_tensors = r_.Bytes(z, where, "owned_tensors");
   out.covered_once = r_.Bool(z, where, "covered_once");
