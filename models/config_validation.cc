@@ -5,6 +5,7 @@
 #include <string>
 
 #include "models/resnet_table.h"
+#include "models/size_table.h"
 #include "profiler/base/errors.h"
 
 namespace memprof {
@@ -14,6 +15,22 @@ void RequirePositive(const std::string& key, int64_t value) {
   if (value <= 0) {
     throw ConfigError(key,
                       key + " must be positive, got " + std::to_string(value));
+  }
+}
+
+// Note [Countable sizes]: each size key at most 2^31 - 1, so that no entry
+// of a shape (3d, 4d, B*h, B*T, a ResNet width times 32) can overflow
+// before the size table checks its products; layer counts at most 10,000
+// (the table has rows per layer).
+constexpr int64_t kMaxDimension = (int64_t{1} << 31) - 1;
+constexpr int64_t kMaxLayers = 10000;
+
+void RequireSize(const std::string& key, int64_t value,
+                 int64_t most = kMaxDimension) {
+  RequirePositive(key, value);
+  if (value > most) {
+    throw ConfigError(key, key + " must be at most " + std::to_string(most) +
+                               ", got " + std::to_string(value));
   }
 }
 
@@ -36,11 +53,11 @@ void RequireFinitePositive(const std::string& key, double value) {
 }
 
 void ValidateGpt(const GptConfig& g) {
-  RequirePositive("gpt.layers", g.layers);
-  RequirePositive("gpt.d_model", g.d_model);
-  RequirePositive("gpt.heads", g.heads);
-  RequirePositive("gpt.seq_len", g.seq_len);
-  RequirePositive("gpt.vocab", g.vocab);
+  RequireSize("gpt.layers", g.layers, kMaxLayers);
+  RequireSize("gpt.d_model", g.d_model);
+  RequireSize("gpt.heads", g.heads);
+  RequireSize("gpt.seq_len", g.seq_len);
+  RequireSize("gpt.vocab", g.vocab);
   if (g.d_model % g.heads != 0) {
     throw ConfigError("gpt.heads", "gpt.heads " + std::to_string(g.heads) +
                                        " does not divide gpt.d_model " +
@@ -60,12 +77,12 @@ void ValidateResnet(const ResnetConfig& r, int64_t micro_batch) {
                                           std::to_string(r.depth) +
                                           "; supported: 18, 34, 50, 101, 152");
   }
-  RequirePositive("resnet.width", r.width);
-  RequirePositive("resnet.resolution", r.resolution);
-  RequirePositive("resnet.classes", r.classes);
+  RequireSize("resnet.width", r.width);
+  RequireSize("resnet.resolution", r.resolution);
+  RequireSize("resnet.classes", r.classes);
   // BatchNorm in training needs more than one value per channel.
   const int64_t last = ResnetResolutionsOf(r.resolution).stage[3];
-  if (micro_batch * last * last < 2) {
+  if (last == 0 || (last == 1 && micro_batch == 1)) {
     throw ConfigError(
         "resnet.resolution",
         "resnet.resolution " + std::to_string(r.resolution) +
@@ -75,30 +92,54 @@ void ValidateResnet(const ResnetConfig& r, int64_t micro_batch) {
   }
 }
 
+// Note [Countable sizes]: the model's tensors, at this micro-batch, must
+// be countable with room for gradients and Adam's state.
+void RequireCountable(const RunConfig& c) {
+  try {
+    BuildSizeTable(c, MicroBatch(c)).RequireCountable();
+  } catch (const SizeOverflow& e) {
+    const std::string key = c.model == "gpt"      ? "gpt.d_model"
+                            : c.model == "resnet" ? "resnet.width"
+                                                  : "mlp.hidden";
+    throw ConfigError(key, "the " + c.model +
+                               " model these sizes describe is too large "
+                               "for memprof to count in bytes: " +
+                               e.what() +
+                               " (Note [Countable sizes]); choose smaller "
+                               "sizes");
+  }
+}
+
 }  // namespace
 
 void ValidateRunConfig(const RunConfig& c) {
   if (c.model == "mlp") {
-    RequirePositive("mlp.input", c.mlp.input);
-    RequirePositive("mlp.hidden", c.mlp.hidden);
-    RequirePositive("mlp.depth", c.mlp.depth);
-    RequirePositive("mlp.output", c.mlp.output);
+    RequireSize("mlp.input", c.mlp.input);
+    RequireSize("mlp.hidden", c.mlp.hidden);
+    RequireSize("mlp.depth", c.mlp.depth, kMaxLayers);
+    RequireSize("mlp.output", c.mlp.output);
   } else if (c.model == "gpt") {
     ValidateGpt(c.gpt);
   } else if (c.model != "resnet") {
     throw ConfigError("model", "unknown model '" + c.model +
                                    "'; known models: " + kKnownModels);
   }
-  RequirePositive("train.micro_batch", c.train.micro_batch);
+  RequireSize("train.micro_batch", c.train.micro_batch);
   RequirePositive("train.steps", c.train.steps);
   RequireFinitePositive("train.lr", c.train.lr);
-  RequirePositive("ddp.world_size", c.ddp.world_size);
+  RequireSize("ddp.world_size", c.ddp.world_size, int64_t{1} << 24);
   RequireFinitePositive("ddp.bucket_cap_mb", c.ddp.bucket_cap_mb);
   RequirePositive("ddp.timeout_s", c.ddp.timeout_s);
   if (c.train.global_batch < 0) {
     throw ConfigError("train.global_batch",
                       "train.global_batch must be positive (or 0 for unset), "
                       "got " +
+                          std::to_string(c.train.global_batch));
+  }
+  if (c.train.global_batch > kMaxDimension) {
+    throw ConfigError("train.global_batch",
+                      "train.global_batch must be at most " +
+                          std::to_string(kMaxDimension) + ", got " +
                           std::to_string(c.train.global_batch));
   }
   if (c.train.global_batch > 0 &&
@@ -141,6 +182,7 @@ void ValidateRunConfig(const RunConfig& c) {
                           "(optimizer state sharded across the ranks)");
   }
   if (c.model == "resnet") ValidateResnet(c.resnet, MicroBatch(c));
+  RequireCountable(c);
 }
 
 }  // namespace memprof

@@ -1,6 +1,7 @@
 #include "models/size_table.h"
 
 #include <algorithm>
+#include <string>
 
 namespace memprof {
 
@@ -28,24 +29,74 @@ const char* DtypeName(Dtype dtype) {
   return "?";
 }
 
+namespace {
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+}  // namespace
+
+// Note [Countable sizes]
+// Every figure memprof predicts or writes is a byte count that must fit
+// exactly where it goes: an int64 here, and a JSON number in the reports,
+// which most readers (JavaScript, jq, Python's float paths) hold exactly
+// only up to 2^53. The config's size keys are bounded first (each at most
+// 2^31 - 1, layer counts at most 10,000: models/config_validation.cc), so
+// that a shape's own entries (3d, B*h, B*T) cannot overflow; each row's
+// elements and bytes are multiplied here with overflow checks, and the
+// table as a whole must stay within kMaxCountableBytes / 16, so that
+// everything derived from it (Adam's 16 bytes per parameter, the peak, a
+// sum over categories) stays within 2^53.
 int64_t SizeRow::Elements() const {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) {
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxCountableBytes) {
+      throw SizeOverflow("'" + name + "' " + terms + " = " + ShapeText(shape) +
+                         " holds more than 2^53 elements");
+    }
+  }
   return n;
 }
 
-int64_t SizeRow::Bytes() const { return Elements() * DtypeBytes(dtype); }
+int64_t SizeRow::Bytes() const {
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(Elements(), DtypeBytes(dtype), &bytes) ||
+      bytes > kMaxCountableBytes) {
+    throw SizeOverflow("'" + name + "' " + terms + " = " + ShapeText(shape) +
+                       " takes more than 2^53 bytes");
+  }
+  return bytes;
+}
 
 void SizeTable::Add(std::string name, RowKind kind, std::vector<int64_t> shape,
                     std::string terms, Dtype dtype) {
   rows.push_back(SizeRow{std::move(name), kind, std::move(shape),
                          std::move(terms), dtype});
+  (void)rows.back().Bytes();  // Note [Countable sizes]
 }
+
+namespace {
+
+// A sum of row figures, refused past kMaxCountableBytes.
+int64_t CheckedSum(int64_t sum, int64_t more, const char* what) {
+  if (__builtin_add_overflow(sum, more, &sum) || sum > kMaxCountableBytes) {
+    throw SizeOverflow(std::string("the model's ") + what +
+                       " add up to more than 2^53");
+  }
+  return sum;
+}
+
+}  // namespace
 
 int64_t SizeTable::Elements(RowKind kind) const {
   int64_t n = 0;
   for (const SizeRow& row : rows) {
-    if (row.kind == kind) n += row.Elements();
+    if (row.kind == kind) n = CheckedSum(n, row.Elements(), "elements");
   }
   return n;
 }
@@ -53,9 +104,19 @@ int64_t SizeTable::Elements(RowKind kind) const {
 int64_t SizeTable::Bytes(RowKind kind) const {
   int64_t n = 0;
   for (const SizeRow& row : rows) {
-    if (row.kind == kind) n += row.Bytes();
+    if (row.kind == kind) n = CheckedSum(n, row.Bytes(), "bytes");
   }
   return n;
+}
+
+void SizeTable::RequireCountable() const {
+  int64_t total = 0;
+  for (const SizeRow& row : rows) total = CheckedSum(total, row.Bytes(), "bytes");
+  if (total > kMaxCountableBytes / 16) {
+    throw SizeOverflow("its tensors take " + std::to_string(total) +
+                       " bytes, and with gradients and Adam's state that is "
+                       "more than 2^53 bytes");
+  }
 }
 
 int64_t SizeTable::LargestParameterBytes() const {

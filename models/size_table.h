@@ -8,12 +8,23 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "profiler/base/run_config.h"
 
 namespace memprof {
+
+// The largest byte count memprof predicts or writes (Note [Countable
+// sizes]): 2^53, the largest integer a JSON number holds exactly.
+inline constexpr int64_t kMaxCountableBytes = int64_t{1} << 53;
+
+// A shape or a sum of them past kMaxCountableBytes.
+class SizeOverflow : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 enum class RowKind : uint8_t {
   kParameter,  // weights; also gradients x1, Adam x2, DDP buckets x1
@@ -35,6 +46,7 @@ struct SizeRow {
   std::string terms;  // the shape in the config's symbols: "[3d, d]"
   Dtype dtype = Dtype::kFloat32;
 
+  // Both throw SizeOverflow past kMaxCountableBytes.
   int64_t Elements() const;
   int64_t Bytes() const;
 };
@@ -43,12 +55,15 @@ struct SizeTable {
   std::string symbols;  // what the symbols in `terms` stand for
   std::vector<SizeRow> rows;
 
+  // Throws SizeOverflow when the row's bytes are not countable.
   void Add(std::string name, RowKind kind, std::vector<int64_t> shape,
            std::string terms, Dtype dtype = Dtype::kFloat32);
   int64_t Elements(RowKind kind) const;
   int64_t Bytes(RowKind kind) const;
   // The largest single parameter tensor, in bytes.
   int64_t LargestParameterBytes() const;
+  // Throws SizeOverflow unless 16 times the table's bytes is countable.
+  void RequireCountable() const;
 };
 
 // The table of config.model at `micro_batch` samples per rank. Expects a

@@ -27,6 +27,7 @@ MEMPROF_PACKAGES=(
   libbenchmark-dev
   libxxhash-dev
   valgrind              # callgrind: bench/instructions.sh and the hot-path gate
+  iproute2              # ip: the two-host test joins two network namespaces
   clang libclang-rt-14-dev  # fuzz/reports_fuzzer (libFuzzer)
   chromium              # the report.html test renders the page headless
 )

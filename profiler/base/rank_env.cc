@@ -61,6 +61,16 @@ std::optional<RankTopology> TopologyFromEnvironment() {
     topology.master_addr = *addr;
     topology.master_port = IntEnv("MASTER_PORT", *port, 1);
     topology.launched_by_memprof = Env("MEMPROF_LAUNCHED").has_value();
+    if (topology.launched_by_memprof && topology.rank == 0) {
+      if (const auto fd = Env("MEMPROF_STORE_FD")) {
+        topology.store_fd = IntEnv("MEMPROF_STORE_FD", *fd, 0);
+      }
+    }
+    if (Env("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True") {
+      topology.agent_store_prefix =
+          "memprof/attempt_" +
+          Env("TORCHELASTIC_RESTART_COUNT").value_or(std::string("0"));
+    }
     return topology;
   }
   return std::nullopt;

@@ -17,18 +17,19 @@ struct RankTopology {
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
   bool launched_by_memprof = false;  // a child of `memprof profile`'s launcher
+  // Rank 0 of a local job: the store's listening socket, opened by the
+  // launcher (MEMPROF_STORE_FD; Note [Store socket]); -1 when rank 0 opens
+  // its own.
+  int store_fd = -1;
+  // Under torchrun the agent already serves a store at MASTER_PORT
+  // (TORCHELASTIC_USE_AGENT_STORE=True): every rank is its client, and
+  // memprof's keys live under this prefix (one per restart). Empty: rank 0
+  // serves the store.
+  std::string agent_store_prefix;
 };
 
 // nullopt when no launcher variables are set. Throws InputError naming the
 // variable when they are inconsistent or incomplete.
 std::optional<RankTopology> TopologyFromEnvironment();
-
-// Exit code a launched rank 0 uses when the rendezvous port was taken, so
-// the launcher retries on another port. Not seen by users.
-inline constexpr int kExitPortBusy = 4;
-
-// Rendezvous ports tried, by the launcher and by a rank 0 that picks its own,
-// before a busy port is an error.
-inline constexpr int kPortAttempts = 3;
 
 }  // namespace memprof

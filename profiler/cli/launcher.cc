@@ -1,14 +1,12 @@
 #include "profiler/cli/launcher.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <optional>
@@ -18,6 +16,7 @@
 #include "profiler/base/rank_env.h"
 #include "profiler/report/rank_report.h"
 #include "profiler/report/report_text.h"
+#include "profiler/train/store_socket.h"
 
 namespace memprof {
 namespace {
@@ -28,6 +27,9 @@ constexpr auto kStopGrace = std::chrono::seconds(5);
 struct Child {
   pid_t pid = -1;
   bool running = false;
+  // Since when a signal has held it stopped (Note [Stopped ranks]).
+  std::optional<std::chrono::steady_clock::time_point> stopped_since;
+  int stop_signal = 0;
 };
 
 // Note [Launcher signals]
@@ -66,7 +68,7 @@ class StopSignals {
   struct sigaction old_term_ {};
 };
 
-pid_t SpawnRank(int rank, int world_size, int port,
+pid_t SpawnRank(int rank, int world_size, const StoreSocket& store,
                 const std::vector<std::string>& words) {
   const pid_t launcher = ::getpid();
   const pid_t pid = ::fork();
@@ -84,8 +86,14 @@ pid_t SpawnRank(int rank, int world_size, int port,
   ::setenv("WORLD_SIZE", std::to_string(world_size).c_str(), 1);
   ::setenv("LOCAL_WORLD_SIZE", std::to_string(world_size).c_str(), 1);
   ::setenv("MASTER_ADDR", "127.0.0.1", 1);
-  ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+  ::setenv("MASTER_PORT", std::to_string(store.port).c_str(), 1);
   ::setenv("MEMPROF_LAUNCHED", "1", 1);
+  // Rank 0 serves the store on the socket the launcher opened.
+  if (rank == 0) {
+    ::setenv("MEMPROF_STORE_FD", std::to_string(store.fd).c_str(), 1);
+  } else {
+    ::close(store.fd);
+  }
   // Share the cores between the local ranks unless told otherwise.
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const unsigned threads =
@@ -140,7 +148,9 @@ int RankOf(const std::vector<Child>& children, pid_t pid) {
 // and reap them all.
 void StopAll(std::vector<Child>& children) {
   for (const Child& child : children) {
-    if (child.running) ::kill(child.pid, SIGTERM);
+    if (!child.running) continue;
+    ::kill(child.pid, SIGTERM);
+    ::kill(child.pid, SIGCONT);  // a stopped rank takes SIGTERM only so
   }
   const auto deadline = std::chrono::steady_clock::now() + kStopGrace;
   bool killed = false;
@@ -166,86 +176,132 @@ void StopAll(std::vector<Child>& children) {
   }
 }
 
-}  // namespace
-
-int FreeLocalPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw RunFailure(std::string("socket: ") + std::strerror(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t length = sizeof addr;
-  const bool ok =
-      ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0;
-  ::close(fd);
-  if (!ok)
-    throw RunFailure(std::string("no free port: ") + std::strerror(errno));
-  return ntohs(addr.sin_port);
+std::string SignalName(int sig) {
+  return "signal " + std::to_string(sig) + " (" + ::strsignal(sig) + ")";
 }
 
+// Note [Stopped ranks]
+// A rank stopped by a signal (SIGSTOP, SIGTSTP, a debugger) stops
+// answering without exiting: its peers wait in their next collective until
+// --ddp.timeout_s and then fail, and used to be blamed for it ("rank 0 ...
+// exited with code 3"). The launcher sees the stop itself (waitpid's
+// WUNTRACED), says so at once, and names the stopped rank as the cause of
+// whatever fails while it is stopped. Should nothing fail, it gives up on
+// the stopped rank at --ddp.timeout_s + kStopGrace, so that no wait is
+// unbounded; a rank continued in time (SIGCONT) is forgiven.
+std::optional<std::string> StoppedRank(const std::vector<Child>& children) {
+  const auto now = std::chrono::steady_clock::now();
+  for (size_t r = 0; r < children.size(); ++r) {
+    const Child& child = children[r];
+    if (!child.running || !child.stopped_since) continue;
+    const double seconds =
+        std::chrono::duration<double>(now - *child.stopped_since).count();
+    char ago[32];
+    std::snprintf(ago, sizeof ago, "%.1f", seconds);
+    return "rank " + std::to_string(r) + " (pid " + std::to_string(child.pid) +
+           ") stopped answering: it was stopped by " +
+           SignalName(child.stop_signal) + " " + ago + " s ago";
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> StoppedTooLong(const std::vector<Child>& children,
+                                          int64_t timeout_s) {
+  const auto limit = std::chrono::seconds(timeout_s) + kStopGrace;
+  const auto now = std::chrono::steady_clock::now();
+  for (const Child& child : children) {
+    if (child.running && child.stopped_since &&
+        now - *child.stopped_since > limit) {
+      return StoppedRank(children).value() + ", longer than --ddp.timeout_s " +
+             std::to_string(timeout_s) + " s + " +
+             std::to_string(kStopGrace.count()) + " s";
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
-                     const std::string& out_dir) {
+                     const std::string& out_dir, int64_t timeout_s) {
   const StopSignals stop_signals;  // Note [Launcher signals]
-  for (int attempt = 1;; ++attempt) {
-    const int port = FreeLocalPort();
-    std::vector<Child> children(world_size);
-    for (int r = 0; r < world_size; ++r) {
-      children[r].pid = SpawnRank(r, world_size, port, words);
-      children[r].running = children[r].pid > 0;
-      if (!children[r].running) {
-        StopAll(children);
-        throw RunFailure("cannot fork rank " + std::to_string(r) + ": " +
-                         std::strerror(errno));
-      }
-      std::cerr << "memprof: rank " << r << ": pid " << children[r].pid << "\n";
+  StoreSocket store;
+  try {
+    store = ListenForStore("127.0.0.1", 0);  // Note [Store socket]
+  } catch (const std::runtime_error& e) {
+    throw RunFailure(std::string("the rendezvous store: ") + e.what());
+  }
+  std::vector<Child> children(world_size);
+  for (int r = 0; r < world_size; ++r) {
+    children[r].pid = SpawnRank(r, world_size, store, words);
+    children[r].running = children[r].pid > 0;
+    if (!children[r].running) {
+      ::close(store.fd);
+      StopAll(children);
+      throw RunFailure("cannot fork rank " + std::to_string(r) + ": " +
+                       std::strerror(errno));
     }
-    int left = world_size;
-    bool port_busy = false;
-    std::string failure;
-    while (left > 0 && failure.empty() && !port_busy) {
-      int status = 0;
-      // Polled, so that a stop signal arriving at any moment is seen
-      // within 20 ms (a blocking wait could miss one that came just
-      // before it).
-      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-      if (g_stop_signal != 0) {
-        const int sig = g_stop_signal;
-        StopAll(children);
-        std::cerr << "memprof: " << ::strsignal(sig)
-                  << ": stopped every rank; no report was written\n";
-        return 128 + sig;
-      }
-      if (pid == 0 || (pid < 0 && errno == EINTR)) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        continue;
-      }
-      if (pid < 0) break;
-      const int rank = RankOf(children, pid);
-      if (rank < 0) continue;
-      children[rank].running = false;
-      --left;
-      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
-      if (rank == 0 && WIFEXITED(status) &&
-          WEXITSTATUS(status) == kExitPortBusy && attempt < kPortAttempts) {
-        port_busy = true;
-      } else {
-        failure = "rank " + std::to_string(rank) + " (pid " +
-                  std::to_string(pid) + ") " +
-                  OutOfMemoryOf(out_dir, rank, pid).value_or(Describe(status));
-      }
+    std::cerr << "memprof: rank " << r << ": pid " << children[r].pid << "\n";
+  }
+  ::close(store.fd);  // rank 0 has it
+  int left = world_size;
+  std::string failure;
+  while (left > 0 && failure.empty()) {
+    int status = 0;
+    // Polled, so that a stop signal arriving at any moment is seen within
+    // 20 ms (a blocking wait could miss one that came just before it).
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED);
+    if (g_stop_signal != 0) {
+      const int sig = g_stop_signal;
+      StopAll(children);
+      std::cerr << "memprof: " << ::strsignal(sig)
+                << ": stopped every rank; no report was written\n";
+      return 128 + sig;
     }
-    if (left > 0) StopAll(children);
-    if (port_busy) {
-      std::cerr << "memprof: port " << port << " was taken; retrying\n";
+    if (pid == 0 || (pid < 0 && errno == EINTR)) {
+      if (const std::optional<std::string> stuck =
+              StoppedTooLong(children, timeout_s)) {
+        failure = *stuck;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
     }
-    if (!failure.empty()) {
-      throw RunFailure(failure + "; the other ranks were stopped");
+    if (pid < 0) break;
+    const int rank = RankOf(children, pid);
+    if (rank < 0) continue;
+    Child& child = children[rank];
+    if (WIFSTOPPED(status)) {
+      child.stopped_since = std::chrono::steady_clock::now();
+      child.stop_signal = WSTOPSIG(status);
+      std::cerr << "memprof: rank " << rank << " (pid " << pid
+                << ") was stopped by " << SignalName(child.stop_signal)
+                << "; the other ranks wait for it at most " << timeout_s
+                << " s (--ddp.timeout_s)\n";
+      continue;
     }
-    return kExitOk;
+    if (WIFCONTINUED(status)) {
+      child.stopped_since.reset();
+      std::cerr << "memprof: rank " << rank << " (pid " << pid
+                << ") continued\n";
+      continue;
+    }
+    child.running = false;
+    --left;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+    failure = "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) +
+              ") " +
+              OutOfMemoryOf(out_dir, rank, pid).value_or(Describe(status));
+    // A peer that timed out waiting for a stopped rank is not the cause.
+    if (const std::optional<std::string> stopped = StoppedRank(children)) {
+      failure = *stopped + "; then " + failure;
+    }
   }
+  if (left > 0) StopAll(children);
+  if (!failure.empty()) {
+    throw RunFailure(failure + "; the other ranks were stopped");
+  }
+  return kExitOk;
 }
 
 }  // namespace memprof

@@ -45,21 +45,6 @@ void Write(const fs::path& path, const std::string& text) {
   }
 }
 
-// The single-rank job of a plain `memprof profile`: a group of one on a
-// free loopback port.
-std::unique_ptr<ProcessGroup> SoloGroup(int64_t timeout_s,
-                                        const GroupBackend& backend) {
-  for (int attempt = 1;; ++attempt) {
-    RankTopology solo;
-    solo.master_port = FreeLocalPort();
-    try {
-      return std::make_unique<ProcessGroup>(solo, timeout_s, backend);
-    } catch (const PortBusy&) {
-      if (attempt == kPortAttempts) throw;
-    }
-  }
-}
-
 // A job of one that ran out of memory renders its reports, the
 // out-of-memory first (unless it ran out before the first step: then its
 // report is all); in a larger job the peers are mid-step: nothing more is
@@ -298,7 +283,8 @@ int RunProfileCommand(const ProfileArgs& args) {
     CreateOutputDirectory("--out", args.out_dir);  // before any training
     ClaimOutputDirectory(args.out_dir);  // Note [A run owns its --out]
     const int code = LaunchLocalRanks(static_cast<int>(config.ddp.world_size),
-                                      args.words, args.out_dir);
+                                      args.words, args.out_dir,
+                                      config.ddp.timeout_s);
     if (code != kExitOk || !baseline) return code;
     return GateRun(*baseline, LoadRun(args.out_dir), args.out_dir, args.check);
   }
@@ -316,17 +302,19 @@ int RunProfileCommand(const ProfileArgs& args) {
   if (!topology) ClaimOutputDirectory(args.out_dir);
   const GroupBackend backend =
       BackendOf(config, topology ? topology->local_rank : 0);
+  // A job of one serves its own store on 127.0.0.1 at a free port.
   std::unique_ptr<ProcessGroup> group;
-  if (topology) {
-    try {
-      group = std::make_unique<ProcessGroup>(*topology, config.ddp.timeout_s,
-                                             backend);
-    } catch (const PortBusy& e) {
-      if (topology->launched_by_memprof) return kExitPortBusy;
-      throw RunFailure(std::string(e.what()) + "; choose another MASTER_PORT");
-    }
-  } else {
-    group = SoloGroup(config.ddp.timeout_s, backend);
+  try {
+    group = std::make_unique<ProcessGroup>(topology.value_or(RankTopology{}),
+                                           config.ddp.timeout_s, backend);
+  } catch (const PortBusy& e) {
+    throw InputError(std::string("MASTER_PORT: rank 0 cannot serve the "
+                                 "rendezvous store, ") +
+                     e.what() +
+                     " on this host; choose a free MASTER_PORT (or stop what "
+                     "holds it)");
+  } catch (const std::runtime_error& e) {
+    throw RunFailure(e.what());
   }
   std::vector<RankReport> reports;
   try {

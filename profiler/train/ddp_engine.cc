@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -16,6 +19,7 @@
 #include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 
+#include "profiler/train/store_socket.h"
 #include "profiler/train/timed_process_group.h"
 
 namespace memprof {
@@ -73,51 +77,106 @@ c10::intrusive_ptr<c10d::Backend> NcclBackend(
 #endif
 }
 
+namespace {
+
+// Note [Bounded rendezvous]
+// TCPStore's own timeout bounds connecting and waiting for keys, but not a
+// reply that never comes: a rank whose MASTER_PORT was held by a process
+// that accepted connections and never answered waited in recv() for as
+// long as that process lived (380 s with --ddp.timeout_s 20). memprof
+// runs the whole rendezvous (the store, then Gloo's full mesh through it)
+// on a helper thread and waits for it at most the rendezvous bound; past
+// the bound the rank fails (exit 3) naming the bound, and the helper, still
+// blocked, is left behind in a process that is about to end.
+template <typename Body>
+auto WithinBound(std::chrono::seconds bound, Body body) -> decltype(body()) {
+  using Result = decltype(body());
+  auto task = std::make_shared<std::packaged_task<Result()>>(std::move(body));
+  std::future<Result> result = task->get_future();
+  std::thread([task] { (*task)(); }).detach();
+  if (result.wait_for(bound) != std::future_status::ready) {
+    throw std::runtime_error("nothing answered");
+  }
+  return result.get();  // the body's own exception, if it threw
+}
+
+struct Rendezvous {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+};
+
+}  // namespace
+
 ProcessGroup::ProcessGroup(const RankTopology& topology, int64_t timeout_s,
                            const GroupBackend& backend)
     : impl_(std::make_unique<Impl>()) {
   impl_->rank = topology.rank;
   impl_->size = topology.world_size;
+  const int64_t bound_s = std::min(timeout_s, kRendezvousTimeoutS);
+  const bool local = IsLoopback(topology.master_addr);
   c10d::TCPStoreOptions options;
   options.port = static_cast<uint16_t>(topology.master_port);
-  options.isServer = topology.rank == 0;
+  options.isServer = topology.rank == 0 && topology.agent_store_prefix.empty();
   options.numWorkers = topology.world_size;
   options.waitWorkers = true;
-  options.timeout =
-      std::chrono::seconds(std::min(timeout_s, kRendezvousTimeoutS));
-  try {
-    impl_->store =
-        c10::make_intrusive<c10d::TCPStore>(topology.master_addr, options);
-  } catch (const std::exception& e) {
-    const std::string what = e.what();
-    if (topology.rank == 0 &&
-        (what.find("EADDRINUSE") != std::string::npos ||
-         what.find("Address already in use") != std::string::npos)) {
-      throw PortBusy("port " + std::to_string(topology.master_port) +
-                     " is in use");
+  options.timeout = std::chrono::seconds(bound_s);
+  if (options.isServer) {  // Note [Store socket]
+    StoreSocket socket{topology.store_fd, topology.master_port};
+    if (socket.fd < 0) {
+      socket = ListenForStore(local ? "127.0.0.1" : "0.0.0.0",
+                              topology.master_port);
     }
-    throw std::runtime_error(
-        "rendezvous at " + topology.master_addr + ":" +
-        std::to_string(topology.master_port) + " failed within " +
-        std::to_string(std::min(timeout_s, kRendezvousTimeoutS)) +
-        " s: " + what.substr(0, what.find('\n')));
+    options.masterListenFd = socket.fd;
+    options.port = static_cast<uint16_t>(socket.port);
   }
   auto gloo =
       c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(timeout_s));
   gloo->threads = 1;  // Note [Settled collectives]
-  // Local jobs talk over loopback; across machines, Gloo's default device
-  // (this host's name, or GLOO_SOCKET_IFNAME) must be reachable by peers.
-  const bool local = topology.master_addr == "127.0.0.1" ||
-                     topology.master_addr == "localhost";
   gloo->devices.push_back(
-      local ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-            : c10d::ProcessGroupGloo::createDefaultDevice());
+      std::getenv("GLOO_SOCKET_IFNAME") != nullptr
+          ? c10d::ProcessGroupGloo::createDefaultDevice()
+          : c10d::ProcessGroupGloo::createDeviceForHostname(
+                LocalAddressTowards(topology.master_addr)));  // Note [Gloo address]
+  const std::string where =
+      topology.master_addr + ":" + std::to_string(options.port);
+  const auto begin = std::chrono::steady_clock::now();
+  Rendezvous rendezvous;
+  try {
+    rendezvous = WithinBound(std::chrono::seconds(bound_s), [=] {
+      Rendezvous made;
+      made.store = c10::make_intrusive<c10d::TCPStore>(topology.master_addr,
+                                                       options);
+      if (!topology.agent_store_prefix.empty()) {
+        made.store = c10::make_intrusive<c10d::PrefixStore>(
+            topology.agent_store_prefix, made.store);
+      }
+      made.gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(
+          made.store, topology.rank, topology.world_size, gloo);
+      return made;
+    });
+  } catch (const std::exception& e) {
+    const double waited = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - begin)
+                              .count();
+    const std::string what = e.what();
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.1f", waited);
+    throw std::runtime_error(
+        "rank " + std::to_string(topology.rank) + ": the rendezvous at " +
+        where + " with " + std::to_string(topology.world_size) +
+        " ranks did not complete: " + what.substr(0, what.find('\n')) +
+        " after " + seconds + " s (bound: " + std::to_string(bound_s) +
+        " s, --ddp.timeout_s capped at " + std::to_string(kRendezvousTimeoutS) +
+        " s); check that every rank started and that MASTER_ADDR:MASTER_PORT "
+        "is rank 0's memprof");
+  }
+  impl_->store = rendezvous.store;
+  const c10::intrusive_ptr<c10d::ProcessGroupGloo>& gloo_backend =
+      rendezvous.gloo;
   // As torch.distributed builds it: a ProcessGroup that dispatches each
   // collective to the backend registered for the tensors' device.
   impl_->group = c10::make_intrusive<c10d::ProcessGroup>(
       impl_->store, topology.rank, topology.world_size);
-  const auto gloo_backend = c10::make_intrusive<c10d::ProcessGroupGloo>(
-      impl_->store, topology.rank, topology.world_size, gloo);
   using Type = c10d::ProcessGroup::BackendType;
   impl_->group->setBackend(c10::DeviceType::CPU, Type::GLOO, gloo_backend);
   impl_->group->setDefaultBackend(Type::GLOO);

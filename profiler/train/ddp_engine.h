@@ -14,14 +14,9 @@
 
 #include "profiler/base/rank_env.h"
 #include "profiler/base/run_config.h"
+#include "profiler/train/store_socket.h"
 
 namespace memprof {
-
-// The rendezvous port is taken (the launcher retries on another one).
-class PortBusy : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // Which c10d backends a group has: Gloo for host tensors always (the
 // gathers of reports and hashes); for GPU tensors Gloo or NCCL
@@ -35,7 +30,9 @@ struct GroupBackend {
 // The process group alone: rendezvous and collectives.
 class ProcessGroup {
  public:
-  // Throws PortBusy when rank 0 cannot listen on the port.
+  // Throws PortBusy when rank 0 cannot listen on the port, and
+  // std::runtime_error naming the bound when the rendezvous fails or does
+  // not complete within min(timeout_s, 60) s (Note [Bounded rendezvous]).
   ProcessGroup(const RankTopology& topology, int64_t timeout_s,
                const GroupBackend& backend = {});
   ~ProcessGroup();

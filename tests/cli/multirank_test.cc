@@ -21,7 +21,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "profiler/cli/launcher.h"
+#include "profiler/train/store_socket.h"
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
 
@@ -119,7 +119,9 @@ TEST_F(MultiRankTest, ModelStateIsFlatInNAndActivationsFollowTheMicroBatch) {
 }
 
 TEST_F(MultiRankTest, SlurmVariablesMakeEachProcessOneRank) {
-  const std::string port = std::to_string(FreeLocalPort());
+  const StoreSocket probe = ListenForStore("127.0.0.1", 0);
+  ::close(probe.fd);  // free a moment ago
+  const std::string port = std::to_string(probe.port);
   const std::string common =
       "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " SLURM_NTASKS=2 " +
       MEMPROF_BINARY + " profile --config " + kTiny + " --out " + Out("d");
@@ -146,10 +148,59 @@ TEST_F(MultiRankTest, ATakenPortIsReportedWithTheRemedy) {
                  std::to_string(ntohs(addr.sin_port)) + " " + MEMPROF_BINARY +
                  " profile --config " + kTiny + " --out " + Out("d"));
   ::close(fd);
-  EXPECT_EQ(r.exit_code, 3) << r.output;
-  EXPECT_NE(r.output.find("choose another MASTER_PORT"), std::string::npos)
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("choose a free MASTER_PORT"), std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("rank 0 on"), std::string::npos) << r.output;
+  // memprof listens itself (Note [Store socket]): no c10d log lines first.
+  EXPECT_EQ(r.output.find("[W"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("[E"), std::string::npos) << r.output;
+}
+
+// Note [Bounded rendezvous]: MASTER_PORT held by a process that accepts
+// connections (the kernel's backlog does, unasked) and never answers.
+TEST_F(MultiRankTest, ASilentStoreFailsTheRankWithinTheBound) {
+  const StoreSocket silent = ListenForStore("127.0.0.1", 0);
+  const auto begin = std::chrono::steady_clock::now();
+  const CommandResult r = RunCommand(
+      "RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+      std::to_string(silent.port) + " " + MEMPROF_BINARY +
+      " profile --config " + kTiny + " --ddp.timeout_s 3 --out " + Out("d"));
+  const double seconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - begin)
+                             .count();
+  ::close(silent.fd);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_LT(seconds, 3 + 10) << r.output;
+  EXPECT_NE(r.output.find("did not complete: nothing answered after 3."),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("(bound: 3 s"), std::string::npos) << r.output;
+}
+
+// Note [Stopped ranks]: rank 1 is stopped mid-run; its healthy peer times
+// out and the launcher names the stopped rank, and leaves no process.
+TEST_F(MultiRankTest, AStoppedRankIsNamedAsTheOneThatStoppedAnswering) {
+  const std::string log = Out("launcher.log");
+  const CommandResult r = RunCommand(
+      "(" + std::string(MEMPROF_BINARY) + " profile --config " + kTiny +
+      " --world-size 2 --steps 100000 --ddp.timeout_s 3 --out " + Out("d") +
+      " > " + log + " 2>&1; echo $? > " + Out("code") + ") & " +
+      "until grep -q 'rank 1: pid' " + log + "; do sleep 0.05; done; " +
+      "pid=$(sed -n 's/.*rank 1: pid \\([0-9]*\\).*/\\1/p' " + log +
+      "); sleep 1; kill -STOP $pid; wait; cat " + log + "; echo pid=$pid; " +
+      "kill -0 $pid 2>/dev/null && echo LEFT-RUNNING; exit $(cat " +
+      Out("code") + ")");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("rank 1 (pid"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("was stopped by signal 19"), std::string::npos)
+      << r.output;
+  const std::regex cause(
+      "rank 1 \\(pid [0-9]+\\) stopped answering: it was stopped by signal "
+      "19 \\(Stopped \\(signal\\)\\) [0-9.]+ s ago");
+  EXPECT_TRUE(std::regex_search(r.output, cause)) << r.output;
+  EXPECT_EQ(r.output.find("LEFT-RUNNING"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(Out("d") + "/summary.json"));
 }
 
 // Note [A run owns its --out]: what an earlier run left is removed, and a

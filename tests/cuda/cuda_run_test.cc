@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include "profiler/base/cuda_run.h"
-#include "profiler/cli/launcher.h"
 #include "profiler/predict/cuda_prediction.h"
 #include "profiler/train/trainer.h"
 
@@ -31,8 +30,7 @@ RunConfig TinyGpt() {
 }
 
 RankRun RunOnGpu(const RunConfig& config, int64_t memory_limit_bytes = 0) {
-  RankTopology solo;
-  solo.master_port = FreeLocalPort();
+  const RankTopology solo;  // on a free port
   GroupBackend backend;
   backend.backend = DdpBackend(config);
   backend.cuda = true;

@@ -6,7 +6,6 @@
 #include <torch/torch.h>
 
 #include "models/mlp.h"
-#include "profiler/cli/launcher.h"
 #include "profiler/train/ddp_engine.h"
 #include "profiler/train/redundancy.h"
 
@@ -15,24 +14,25 @@ namespace {
 
 constexpr int kWorld = 2;
 
-RankTopology Rank(int rank, int port) {
+RankTopology Rank(int rank, const StoreSocket& store) {
   RankTopology topology;
   topology.rank = rank;
   topology.world_size = kWorld;
-  topology.master_port = port;
+  topology.master_port = store.port;
+  if (rank == 0) topology.store_fd = store.fd;
   return topology;
 }
 
 // Runs `body(rank, group)` on kWorld threads joined in one process group.
 template <typename Body>
 void OnTwoRanks(Body body) {
-  const int port = FreeLocalPort();
+  const StoreSocket store = ListenForStore("127.0.0.1", 0);
   std::vector<std::thread> threads;
   std::vector<std::string> errors(kWorld);
   for (int r = 0; r < kWorld; ++r) {
     threads.emplace_back([&, r] {
       try {
-        ProcessGroup group(Rank(r, port), /*timeout_s=*/30);
+        ProcessGroup group(Rank(r, store), /*timeout_s=*/30);
         body(r, group);
       } catch (const std::exception& e) {
         errors[r] = e.what();

@@ -2,16 +2,13 @@
 // `memprof profile` runs (the test binary installs the hook first).
 #pragma once
 
-#include "profiler/cli/launcher.h"
 #include "profiler/train/trainer.h"
 
 namespace memprof {
 
 inline RankRun RunSolo(const RunConfig& config,
                        int64_t memory_limit_bytes = 0) {
-  RankTopology solo;
-  solo.master_port = FreeLocalPort();
-  ProcessGroup group(solo, /*timeout_s=*/30);
+  ProcessGroup group(RankTopology{}, /*timeout_s=*/30);  // a free port
   return RunRank(config, group, memory_limit_bytes);
 }
 
