@@ -93,20 +93,18 @@ void ValidateResnet(const ResnetConfig& r, int64_t micro_batch) {
 }
 
 // Note [Countable sizes]: the model's tensors, at this micro-batch, must
-// be countable with room for gradients and Adam's state.
+// be countable with room for gradients and Adam's state. Several keys make
+// a shape, so the error names the tensor and its symbols rather than one
+// key.
 void RequireCountable(const RunConfig& c) {
   try {
     BuildSizeTable(c, MicroBatch(c)).RequireCountable();
   } catch (const SizeOverflow& e) {
-    const std::string key = c.model == "gpt"      ? "gpt.d_model"
-                            : c.model == "resnet" ? "resnet.width"
-                                                  : "mlp.hidden";
-    throw ConfigError(key, "the " + c.model +
-                               " model these sizes describe is too large "
-                               "for memprof to count in bytes: " +
-                               e.what() +
-                               " (Note [Countable sizes]); choose smaller "
-                               "sizes");
+    throw InputError("the " + c.model +
+                     " model these sizes describe is too large for memprof "
+                     "to count in bytes: " +
+                     e.what() +
+                     " (Note [Countable sizes]); choose smaller sizes");
   }
 }
 

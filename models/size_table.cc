@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "profiler/base/human_bytes.h"
+
 namespace memprof {
 
 int64_t DtypeBytes(Dtype dtype) {
@@ -77,7 +79,11 @@ void SizeTable::Add(std::string name, RowKind kind, std::vector<int64_t> shape,
                     std::string terms, Dtype dtype) {
   rows.push_back(SizeRow{std::move(name), kind, std::move(shape),
                          std::move(terms), dtype});
-  (void)rows.back().Bytes();  // Note [Countable sizes]
+  try {
+    (void)rows.back().Bytes();  // Note [Countable sizes]
+  } catch (const SizeOverflow& e) {
+    throw SizeOverflow(std::string(e.what()) + ", where " + symbols);
+  }
 }
 
 namespace {
@@ -113,9 +119,9 @@ void SizeTable::RequireCountable() const {
   int64_t total = 0;
   for (const SizeRow& row : rows) total = CheckedSum(total, row.Bytes(), "bytes");
   if (total > kMaxCountableBytes / 16) {
-    throw SizeOverflow("its tensors take " + std::to_string(total) +
-                       " bytes, and with gradients and Adam's state that is "
-                       "more than 2^53 bytes");
+    throw SizeOverflow("its tensors take " + HumanBytes(total) +
+                       ", and with gradients and Adam's state that is more "
+                       "than 2^53 bytes");
   }
 }
 

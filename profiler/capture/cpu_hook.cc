@@ -1,5 +1,7 @@
 #include "profiler/capture/cpu_hook.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <string>
 
@@ -64,7 +66,7 @@ class CpuHook final : public c10::Allocator {
   }
 
   c10::DataPtr allocate(size_t bytes) override {
-    c10::DataPtr block = base_->allocate(bytes);
+    c10::DataPtr block = Base(bytes);
     void* data = block.get();
     if (data == nullptr) return block;  // zero-byte storages: nothing to see
     if (C10_UNLIKELY(
@@ -91,6 +93,33 @@ class CpuHook final : public c10::Allocator {
   }
 
  private:
+  // Note [System refusals]
+  // An allocation the system cannot serve (c10's alloc_cpu fails its
+  // enforce, with a 29-frame stack) is an out-of-memory like the limit's:
+  // recorded as a refusal by the system, against the machine's memory, so
+  // that the rank stops and reports its breakdown at that moment (exit 3),
+  // and raised as the same c10::OutOfMemoryError. (The try costs nothing
+  // until something throws.)
+  c10::DataPtr Base(size_t bytes) {
+    try {
+      return base_->allocate(bytes);
+    } catch (const c10::Error&) {
+      RefusedBySystem(bytes);
+    }
+  }
+
+  [[noreturn]] C10_NOINLINE static void RefusedBySystem(size_t bytes) {
+    const int64_t machine = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                            ::sysconf(_SC_PAGESIZE);
+    g_tracker->RecordRefusal(static_cast<int64_t>(bytes), machine,
+                             /*by_system=*/true);
+    C10_THROW_ERROR(OutOfMemoryError,
+                    "out of memory: the system could not allocate " +
+                        HumanBytes(static_cast<int64_t>(bytes)) +
+                        " (this machine has " + HumanBytes(machine) +
+                        " of memory)");
+  }
+
   // Refused by the memory limit: the error LibTorch's device allocators
   // raise when a device is full.
   [[noreturn]] C10_NOINLINE static void Refused(size_t bytes) {

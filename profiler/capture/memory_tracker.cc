@@ -154,7 +154,7 @@ bool MemoryTracker::RecordAllocSlow(void* ptr, int64_t bytes, bool locked) {
   if (!locked) lock_.lock();
   std::lock_guard<SpinLock> guard(lock_, std::adopt_lock);
   if (session_current_ + bytes > refuse_above_) {
-    RefuseLocked(bytes, limit_bytes_);
+    RefuseLocked(bytes, limit_bytes_, /*by_system=*/false);
     return false;
   }
   if (2 * (used_ + 1) > mask_ + 1) Grow();  // load factor at most 1/2
@@ -186,17 +186,19 @@ void MemoryTracker::Retag(Slot& slot, Category to, uint8_t add_flags) {
                     static_cast<uint8_t>(FlagsOf(slot.tagged) | add_flags));
 }
 
-void MemoryTracker::RecordRefusal(int64_t bytes, int64_t limit_bytes) {
+void MemoryTracker::RecordRefusal(int64_t bytes, int64_t limit_bytes,
+                                  bool by_system) {
   std::lock_guard<SpinLock> guard(lock_);
-  if (logging_) RefuseLocked(bytes, limit_bytes);
+  if (logging_) RefuseLocked(bytes, limit_bytes, by_system);
 }
 
-void MemoryTracker::RefuseLocked(int64_t bytes, int64_t limit_bytes) {
+void MemoryTracker::RefuseLocked(int64_t bytes, int64_t limit_bytes,
+                                 bool by_system) {
   const int64_t seq = seq_++;
   if (out_of_memory_.seq >= 0) return;  // the first refusal is the failure
   const PhaseMark& now = marks_.back();
-  out_of_memory_ = OutOfMemory{seq,         bytes,     session_current_,
-                               limit_bytes, now.phase, now.step};
+  out_of_memory_ = OutOfMemory{seq,       bytes,    session_current_,
+                               limit_bytes, now.phase, now.step, by_system};
   if (now.phase == Phase::kForward) {
     ResolvePendingSinceLocked(now.seq, Category::kActivations);
   }

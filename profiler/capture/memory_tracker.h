@@ -103,6 +103,9 @@ struct OutOfMemory {
   int64_t limit_bytes = 0;
   Phase phase = Phase::kIdle;
   int32_t step = 0;
+  // The system refused it, not the limit (Note [System refusals]):
+  // limit_bytes is then the machine's memory.
+  bool by_system = false;
 };
 
 // Everything a session recorded; input of Analyze().
@@ -130,9 +133,11 @@ class MemoryTracker {
   bool RecordAlloc(void* ptr, int64_t bytes);
   void RecordFree(void* ptr);  // `ptr` must be live
   // A device allocator refused `bytes` under its own limit of
-  // `limit_bytes` (a CUDA run's memory fraction): recorded as the memory
-  // limit's refusal is (Note [Memory limit]). In a session only.
-  void RecordRefusal(int64_t bytes, int64_t limit_bytes);
+  // `limit_bytes` (a CUDA run's memory fraction), or the system did
+  // (`by_system`; `limit_bytes` is then the machine's memory): recorded as
+  // the memory limit's refusal is (Note [Memory limit]). In a session only.
+  void RecordRefusal(int64_t bytes, int64_t limit_bytes,
+                     bool by_system = false);
 
   // Starts recording lifetimes; blocks allocated before are left out of the
   // session's figures. Discards what an earlier session left.
@@ -236,7 +241,7 @@ class MemoryTracker {
   void Grow();
   static void Retag(Slot& slot, Category to, uint8_t add_flags = 0);
   int64_t ResolvePendingSinceLocked(int64_t seq, Category category);
-  void RefuseLocked(int64_t bytes, int64_t limit_bytes);
+  void RefuseLocked(int64_t bytes, int64_t limit_bytes, bool by_system);
   void ArmLimitLocked();  // refuse_above_ from limit_bytes_ and logging_
 
   std::vector<PhaseMark> marks_;                      // loop thread only

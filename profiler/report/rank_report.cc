@@ -112,7 +112,8 @@ Json FitJson(const FitAnswer& fit) {
 
 Json OutOfMemoryJson(const std::optional<OutOfMemoryFigures>& oom) {
   if (!oom) return nullptr;
-  return Json{{"limit_bytes", oom->limit_bytes},
+  return Json{{"refused_by", oom->by_system ? "system" : "limit"},
+              {"limit_bytes", oom->limit_bytes},
               {"requested_bytes", oom->requested_bytes},
               {"live_bytes", oom->live_bytes},
               {"seq", oom->seq},

@@ -152,6 +152,9 @@ struct OutOfMemoryFigures {
   int step = 0;           // 0: before the first step
   Breakdown breakdown{};  // live bytes by category at the refusal
   FitAnswer fit;          // Fit(config, limit_bytes)
+  // The system refused it, not --memory-limit (since memprof.rank/1.4):
+  // limit_bytes is then the machine's memory.
+  bool by_system = false;
 };
 
 struct HookFigures {

@@ -385,6 +385,14 @@ OutOfMemoryFigures RankReportReader::OutOfMemory(const Json& oom) const {
   out.step = Int(oom, where, "step");
   out.breakdown = BreakdownOf(oom, where, "breakdown");
   out.fit = Fit(r_.Object(oom, where, "fit"), out.limit_bytes);
+  out.by_system = Optional(oom, "refused_by", false, [&] {  // since 1.4
+    const std::string by = r_.String(oom, where, "refused_by");
+    if (by != "limit" && by != "system") {
+      r_.Fail(JsonPath(where, "refused_by"),
+              "expected \"limit\" or \"system\", got \"" + by + "\"");
+    }
+    return by == "system";
+  });
   return out;
 }
 

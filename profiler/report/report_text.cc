@@ -276,7 +276,9 @@ ReportTable OutOfMemoryTable(const RunView& view) {
   for (const OutOfMemoryFigures* oom : failed) {
     live.push_back(Bytes(oom->live_bytes));
     requested.push_back(Bytes(oom->requested_bytes));
-    limit.push_back(Bytes(oom->limit_bytes));
+    // A system refusal's limit is the machine's memory.
+    limit.push_back(Bytes(oom->limit_bytes) +
+                    (oom->by_system ? " (machine)" : ""));
   }
   table.rows.push_back(live);
   table.rows.push_back(requested);
@@ -291,8 +293,13 @@ std::string OutOfMemoryMessage(const OutOfMemoryFigures& oom) {
          (oom.step > 0 ? " of step " + std::to_string(oom.step) : "") +
          ": tried to allocate " + HumanBytes(oom.requested_bytes) + " with " +
          HumanBytes(oom.live_bytes) + " (" + std::to_string(oom.live_bytes) +
-         " B) live of the " + HumanBytes(oom.limit_bytes) + " (" +
-         std::to_string(oom.limit_bytes) + " B) --memory-limit";
+         " B) live" +
+         (oom.by_system ? ", and the system could not serve it (this machine "
+                          "has " +
+                              HumanBytes(oom.limit_bytes) + " of memory)"
+                        : " of the " + HumanBytes(oom.limit_bytes) + " (" +
+                              std::to_string(oom.limit_bytes) +
+                              " B) --memory-limit");
 }
 
 std::string OutOfMemorySentence(const OutOfMemoryFigures& oom) {

@@ -138,7 +138,8 @@ std::optional<OutOfMemoryFigures> OutOfMemoryOf(const RankRun& run) {
                             oom.phase,
                             oom.step,
                             run.out_of_memory_bytes,
-                            Fit(run.config, oom.limit_bytes)};
+                            Fit(run.config, oom.limit_bytes),
+                            oom.by_system};
 }
 
 }  // namespace

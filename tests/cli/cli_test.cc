@@ -268,8 +268,40 @@ TEST_F(CliTest, OutOfMemoryIsReportedFirstAndExitsThree) {
   const nlohmann::json report =
       nlohmann::json::parse(std::ifstream(Out() + "-init/rank-0.json"));
   EXPECT_EQ(report["out_of_memory"]["phase"], "model_init");
+  EXPECT_EQ(report["out_of_memory"]["refused_by"], "limit");
   EXPECT_TRUE(report["steps"].empty());
   fs::remove_all(Out() + "-init");
+}
+
+// Note [System refusals]: an allocation no machine here can serve (a 32.7
+// TiB weight, within --memory-limit's reach never) ends as the limit's
+// refusals do: the report with the breakdown, exit 3, no raw stack.
+TEST_F(CliTest, AnAllocationTheSystemCannotServeIsAnOutOfMemory) {
+  const Result r = RunMemprof(std::string("profile --config ") + kTiny +
+                              " --mlp.hidden 3000000 --memory-limit 1TiB "
+                              "--out " +
+                              Out());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("run failed: out of memory in model_init: tried to "
+                          "allocate 32.7 TiB"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("the system could not serve it (this machine has"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("frame #"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("enforce fail"), std::string::npos) << r.output;
+  const nlohmann::json report =
+      nlohmann::json::parse(std::ifstream(Out() + "/rank-0.json"));
+  const nlohmann::json& oom = report["out_of_memory"];
+  EXPECT_EQ(oom["refused_by"], "system");
+  EXPECT_EQ(oom["requested_bytes"], int64_t{3000000} * 3000000 * 4);
+  int64_t sum = 0;
+  for (const auto& [category, bytes] : oom["breakdown"].items()) {
+    sum += bytes.get<int64_t>();
+  }
+  EXPECT_EQ(sum, oom["live_bytes"].get<int64_t>());
+  EXPECT_GT(sum, 0) << "the first layer's weight was live";
 }
 
 }  // namespace

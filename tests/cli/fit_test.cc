@@ -104,6 +104,15 @@ TEST(FitCommand, ExitCodesAndBadInput) {
             std::string::npos)
       << bad.output;
   EXPECT_EQ(RunMemprof("fit --config " + kTiny).exit_code, kExitBadInput);
+  // Note [Countable sizes]: once "fits ... peaks at -2677055 TiB", exit 0.
+  const CommandResult huge = RunMemprof(
+      "fit --config " + kTiny + " --budget 80GiB --mlp.hidden 9999999999");
+  EXPECT_EQ(huge.exit_code, kExitBadInput) << huge.output;
+  EXPECT_NE(huge.output.find("--mlp.hidden: mlp.hidden must be at most"),
+            std::string::npos)
+      << huge.output;
+  EXPECT_EQ(huge.output.find("-"), huge.output.find("--mlp.hidden"))
+      << "no negative figure: " << huge.output;
 }
 
 class FitMeasure : public TempDirTest {};
