@@ -40,13 +40,29 @@ constexpr int64_t kRendezvousTimeoutS = 60;
 // that buffer is freed (Note [Late bucket frees]). That moved whole-run
 // and step-1 peaks from run to run. memprof therefore runs the Gloo
 // backend with one worker thread and settles the group where a late free
-// would move a figure: after the set-up collectives, and before the
-// Reducer replaces its buckets. Settling waits for a barrier, which that
-// one thread runs only once it has dropped every earlier work. (The
-// backend's own barrier: ProcessGroup::barrier would allocate a one-byte
-// tensor and keep it.)
+// would move a figure: after the set-up collectives, before the Reducer
+// replaces its buckets and after it has (the rebuild broadcasts the bucket
+// order in small tensors). Settling issues a barrier, which that one
+// thread runs only after it has dropped every earlier work, and waits for
+// it. The barrier itself keeps the works that were still queued or
+// running when it was issued (its "prior work"), and the worker drops its
+// reference to the barrier only when it loops again: so settling also
+// waits until this thread holds the last reference, and drops it here,
+// which frees whatever those prior works held now, on this thread, at the
+// same point of every run. (The backend's own barrier:
+// ProcessGroup::barrier would allocate a one-byte tensor and keep it.)
 void Settle(const c10::intrusive_ptr<c10d::ProcessGroup>& group) {
-  group->getBackend(c10::DeviceType::CPU)->barrier()->wait();
+  c10::intrusive_ptr<c10d::Work> barrier =
+      group->getBackend(c10::DeviceType::CPU)->barrier();
+  barrier->wait();
+  // The worker loops within microseconds; the bound only keeps a broken
+  // backend from hanging the rank.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (barrier.use_count() > 1 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
 }
 
 }  // namespace
@@ -291,9 +307,12 @@ double DdpEngine::CommSecondsBetween(SteadyTime begin, SteadyTime end) const {
 }
 
 bool DdpEngine::PrepareForward() {
-  if (impl_->reducer->should_rebuild_buckets()) Settle(impl_->group);
+  const bool rebuild = impl_->reducer->should_rebuild_buckets();
+  if (rebuild) Settle(impl_->group);  // Note [Settled collectives]
   impl_->reducer->prepare_for_forward();
-  return impl_->reducer->rebuild_buckets();
+  const bool rebuilt = impl_->reducer->rebuild_buckets();
+  if (rebuild) Settle(impl_->group);
+  return rebuilt;
 }
 
 void DdpEngine::PrepareForBackward() {
