@@ -24,6 +24,7 @@ void RequirePositive(const std::string& key, int64_t value) {
 // (the table has rows per layer).
 constexpr int64_t kMaxDimension = (int64_t{1} << 31) - 1;
 constexpr int64_t kMaxLayers = 10000;
+constexpr int64_t kFirstSteadyStep = 3;
 
 void RequireSize(const std::string& key, int64_t value,
                  int64_t most = kMaxDimension) {
@@ -124,6 +125,18 @@ void ValidateRunConfig(const RunConfig& c) {
   }
   RequireSize("train.micro_batch", c.train.micro_batch);
   RequirePositive("train.steps", c.train.steps);
+  // Step 1 creates the gradients and the optimizer state and DDP rebuilds
+  // its buckets in step 2: a steady state needs a step after both.
+  if (c.train.steps < kFirstSteadyStep) {
+    throw ConfigError(
+        "train.steps",
+        "train.steps must be at least " + std::to_string(kFirstSteadyStep) +
+            ", got " + std::to_string(c.train.steps) +
+            ": step 1 creates the gradients and the optimizer state and DDP "
+            "rebuilds its buckets in step 2, so the steady state memprof "
+            "reports begins at step " +
+            std::to_string(kFirstSteadyStep));
+  }
   RequireFinitePositive("train.lr", c.train.lr);
   RequireSize("ddp.world_size", c.ddp.world_size, int64_t{1} << 24);
   RequireFinitePositive("ddp.bucket_cap_mb", c.ddp.bucket_cap_mb);

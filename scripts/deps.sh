@@ -15,6 +15,7 @@ MEMPROF_TORCH_WHEELS=(
   nvidia-cusparselt-cu13==0.8.0  # libcusparseLt.so.0
   nvidia-nvshmem-cu13==3.4.5     # libnvshmem_host.so.3
   nvidia-cufile==1.15.1.6        # libcufile.so.0
+  typing_extensions==4.15.0      # the one module torchrun needs besides torch
 )
 
 MEMPROF_PACKAGES=(
@@ -56,17 +57,18 @@ memprof_install_packages() {
     { $sudo apt-get update && $sudo apt-get install -y --no-install-recommends "${missing[@]}"; }
 }
 
-# The torch wheel and the three nvidia-* wheels, without their Python
-# dependencies (the C++ build and run need none of them), into a venv.
+# The torch wheel, the three nvidia-* wheels and what torchrun imports,
+# without torch's other Python dependencies (the C++ build and run need
+# none of them), into a venv. The stamp holds the list it was made from.
 memprof_install_torch() {
   local stamp="$MEMPROF_TORCH_ENV/.memprof-installed"
-  [ -f "$stamp" ] && return 0
+  [ "$(cat "$stamp" 2>/dev/null)" = "${MEMPROF_TORCH_WHEELS[*]}" ] && return 0
   echo "memprof: installing LibTorch ${MEMPROF_TORCH_VERSION} from PyPI into $MEMPROF_TORCH_ENV" >&2
   rm -rf "$MEMPROF_TORCH_ENV"
   python3 -m venv "$MEMPROF_TORCH_ENV"
   "$MEMPROF_TORCH_ENV/bin/python" -m pip install --quiet --disable-pip-version-check \
     --no-deps --only-binary=:all: "${MEMPROF_TORCH_WHEELS[@]}"
-  touch "$stamp"
+  echo "${MEMPROF_TORCH_WHEELS[*]}" > "$stamp"
 }
 
 # The folder holding torch/share/cmake, found without importing torch (its

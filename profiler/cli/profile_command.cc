@@ -282,9 +282,9 @@ int RunProfileCommand(const ProfileArgs& args) {
     CheckLocalWorldSize(config);                   // Note [Local world size]
     CreateOutputDirectory("--out", args.out_dir);  // before any training
     ClaimOutputDirectory(args.out_dir);  // Note [A run owns its --out]
-    const int code = LaunchLocalRanks(static_cast<int>(config.ddp.world_size),
-                                      args.words, args.out_dir,
-                                      config.ddp.timeout_s);
+    const int code =
+        LaunchLocalRanks(static_cast<int>(config.ddp.world_size), args.words,
+                         args.out_dir, config.ddp.timeout_s);
     if (code != kExitOk || !baseline) return code;
     return GateRun(*baseline, LoadRun(args.out_dir), args.out_dir, args.check);
   }
@@ -320,9 +320,26 @@ int RunProfileCommand(const ProfileArgs& args) {
   try {
     reports = RunThisRank(config, args.out_dir, *group, backend, args.no_hook,
                           args.memory_limit_bytes);
-  } catch (...) {
+  } catch (const InputError&) {
     group->Abandon();  // peers may be gone: do not wait for them in teardown
     throw;
+  } catch (const RunFailure&) {
+    group->Abandon();
+    throw;
+  } catch (const std::exception& e) {
+    // A collective failed (Note [Unanswering ranks]): name the bound, and
+    // the peer that stopped answering when there is one.
+    const int rank = group->rank();
+    const std::string peers = group->UnansweringPeers();
+    group->Abandon();
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    if (what.find("Timed out") != std::string::npos) {
+      what += " (collectives wait at most --ddp.timeout_s " +
+              std::to_string(config.ddp.timeout_s) + " s)";
+    }
+    throw RunFailure("rank " + std::to_string(rank) + ": " + what +
+                     (peers.empty() ? "" : "; " + peers));
   }
   if (!baseline || reports.empty()) return kExitOk;
   return GateRun(*baseline, RunFromReports(reports, args.out_dir), args.out_dir,

@@ -69,6 +69,7 @@ void Settle(const c10::intrusive_ptr<c10d::ProcessGroup>& group) {
 
 struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::Store> store;
+  bool agent_store = false;  // served by torchrun's agent, not rank 0
   c10::intrusive_ptr<c10d::ProcessGroup> group;
   int rank = 0;
   int size = 1;
@@ -139,8 +140,8 @@ ProcessGroup::ProcessGroup(const RankTopology& topology, int64_t timeout_s,
   if (options.isServer) {  // Note [Store socket]
     StoreSocket socket{topology.store_fd, topology.master_port};
     if (socket.fd < 0) {
-      socket = ListenForStore(local ? "127.0.0.1" : "0.0.0.0",
-                              topology.master_port);
+      socket =
+          ListenForStore(local ? "127.0.0.1" : "0.0.0.0", topology.master_port);
     }
     options.masterListenFd = socket.fd;
     options.port = static_cast<uint16_t>(socket.port);
@@ -151,8 +152,8 @@ ProcessGroup::ProcessGroup(const RankTopology& topology, int64_t timeout_s,
   gloo->devices.push_back(
       std::getenv("GLOO_SOCKET_IFNAME") != nullptr
           ? c10d::ProcessGroupGloo::createDefaultDevice()
-          : c10d::ProcessGroupGloo::createDeviceForHostname(
-                LocalAddressTowards(topology.master_addr)));  // Note [Gloo address]
+          : c10d::ProcessGroupGloo::createDeviceForHostname(LocalAddressTowards(
+                topology.master_addr)));  // Note [Gloo address]
   const std::string where =
       topology.master_addr + ":" + std::to_string(options.port);
   const auto begin = std::chrono::steady_clock::now();
@@ -160,8 +161,8 @@ ProcessGroup::ProcessGroup(const RankTopology& topology, int64_t timeout_s,
   try {
     rendezvous = WithinBound(std::chrono::seconds(bound_s), [=] {
       Rendezvous made;
-      made.store = c10::make_intrusive<c10d::TCPStore>(topology.master_addr,
-                                                       options);
+      made.store =
+          c10::make_intrusive<c10d::TCPStore>(topology.master_addr, options);
       if (!topology.agent_store_prefix.empty()) {
         made.store = c10::make_intrusive<c10d::PrefixStore>(
             topology.agent_store_prefix, made.store);
@@ -171,9 +172,9 @@ ProcessGroup::ProcessGroup(const RankTopology& topology, int64_t timeout_s,
       return made;
     });
   } catch (const std::exception& e) {
-    const double waited = std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - begin)
-                              .count();
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
+            .count();
     const std::string what = e.what();
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.1f", waited);
@@ -187,6 +188,7 @@ ProcessGroup::ProcessGroup(const RankTopology& topology, int64_t timeout_s,
         "is rank 0's memprof");
   }
   impl_->store = rendezvous.store;
+  impl_->agent_store = !topology.agent_store_prefix.empty();
   const c10::intrusive_ptr<c10d::ProcessGroupGloo>& gloo_backend =
       rendezvous.gloo;
   // As torch.distributed builds it: a ProcessGroup that dispatches each
@@ -221,6 +223,61 @@ ProcessGroup::~ProcessGroup() {
     }
   }
 }
+// Note [Unanswering ranks]
+// A peer that is stopped (SIGSTOP), hung or gone leaves every other rank
+// waiting in its next collective until --ddp.timeout_s, and Gloo's error
+// then names no one ("Timed out waiting 300000ms for recv"). So after a
+// failed collective each rank that can still act says so in the store
+// (memprof/failed/<rank>) and waits up to kAnswerGrace for the others to
+// say the same: those that do timed out like it; those that do not are the
+// ones that stopped answering. When the store itself does not answer
+// within the grace, its host (rank 0, or torchrun's agent) is the one.
+// A launcher that sees its rank stopped names it too (Note [Stopped
+// ranks]); this is what a rank under torchrun, srun or mpirun can say.
+constexpr auto kAnswerGrace = std::chrono::seconds(3);
+
+std::string ProcessGroup::UnansweringPeers() {
+  if (impl_->size == 1) return "";
+  const c10::intrusive_ptr<c10d::Store> store = impl_->store;
+  const int rank = impl_->rank, size = impl_->size;
+  const auto key = [](int r) { return "memprof/failed/" + std::to_string(r); };
+  std::vector<int> silent;
+  try {
+    silent = WithinBound(kAnswerGrace + std::chrono::seconds(2), [=] {
+      store->set(key(rank), std::string("1"));
+      const auto deadline = std::chrono::steady_clock::now() + kAnswerGrace;
+      std::vector<int> missing;
+      do {
+        missing.clear();
+        for (int r = 0; r < size; ++r) {
+          if (r != rank && !store->check({key(r)})) missing.push_back(r);
+        }
+        if (missing.empty()) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      } while (std::chrono::steady_clock::now() < deadline);
+      return missing;
+    });
+  } catch (const std::exception&) {
+    return impl_->agent_store
+               ? "the torchrun agent's store stopped answering"
+               : "rank 0 stopped answering (the rendezvous store it serves "
+                 "did not answer within " +
+                     std::to_string(kAnswerGrace.count()) + " s)";
+  }
+  if (silent.empty()) return "";
+  std::string ranks;
+  for (size_t i = 0; i < silent.size(); ++i) {
+    ranks += (i == 0                   ? ""
+              : i + 1 == silent.size() ? " and "
+                                       : ", ") +
+             std::to_string(silent[i]);
+  }
+  return std::string(silent.size() == 1 ? "rank " : "ranks ") + ranks +
+         " stopped answering (stopped, hung or gone: no word from " +
+         (silent.size() == 1 ? "it" : "them") + " within " +
+         std::to_string(kAnswerGrace.count()) + " s of this rank's failure)";
+}
+
 int ProcessGroup::rank() const { return impl_->rank; }
 void ProcessGroup::Settle() { memprof::Settle(impl_->group); }
 int ProcessGroup::size() const { return impl_->size; }

@@ -46,6 +46,10 @@ class ProcessGroup {
   // Opaque c10d handle, for the Reducer.
   struct Impl;
   Impl& impl() { return *impl_; }
+  // After a failed collective: the peers that stopped answering (Note
+  // [Unanswering ranks]), as a clause for the error message ("rank 1
+  // stopped answering: ..."); empty when every peer answered.
+  std::string UnansweringPeers();
   // After a failure the group may hang in its destructor: leak it instead.
   void Abandon();
 

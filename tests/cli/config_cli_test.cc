@@ -41,7 +41,7 @@ constexpr const char* kGood =
     "output = 5\n"
     "[train]\n"
     "micro_batch = 4\n"
-    "steps = 2\n";
+    "steps = 6\n";
 
 TEST_F(ConfigCliTest, ReadsSectionsAsDottedKeys) {
   const std::string path = Write("good.ini", kGood);
@@ -51,7 +51,7 @@ TEST_F(ConfigCliTest, ReadsSectionsAsDottedKeys) {
   EXPECT_EQ(args.config.mlp.hidden, 34);
   EXPECT_EQ(args.config.mlp.output, 5);
   EXPECT_EQ(args.config.train.micro_batch, 4);
-  EXPECT_EQ(args.config.train.steps, 2);
+  EXPECT_EQ(args.config.train.steps, 6);
   EXPECT_EQ(args.config.train.optimizer, "adam");  // default kept
 }
 
@@ -91,6 +91,20 @@ TEST_F(ConfigCliTest, NonPositiveSizeNamesWhereItCameFrom) {
   EXPECT_NE(from_flag.find("--mlp.hidden"), std::string::npos) << from_flag;
   const std::string from_alias = ErrorOf({"--steps", "0"});
   EXPECT_NE(from_alias.find("--steps"), std::string::npos) << from_alias;
+}
+
+// A run of one or two steps has no steady state to report (the one-time
+// allocations of steps 1 and 2 would be read as the steady state's).
+TEST_F(ConfigCliTest, TooFewStepsForASteadyStateAreRefused) {
+  for (const char* steps : {"1", "2"}) {
+    const std::string error = ErrorOf({"--steps", steps});
+    EXPECT_NE(error.find("--steps"), std::string::npos) << error;
+    EXPECT_NE(error.find("must be at least 3, got " + std::string(steps)),
+              std::string::npos)
+        << error;
+    EXPECT_NE(error.find("steady state"), std::string::npos) << error;
+  }
+  EXPECT_EQ(ParseProfileArgs({"--steps", "3"}).config.train.steps, 3);
 }
 
 TEST_F(ConfigCliTest, InfinityAndNanAreRefusedAndIntegersEchoedAsSuch) {

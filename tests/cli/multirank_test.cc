@@ -169,9 +169,9 @@ TEST_F(MultiRankTest, ASilentStoreFailsTheRankWithinTheBound) {
       "RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
       std::to_string(silent.port) + " " + MEMPROF_BINARY +
       " profile --config " + kTiny + " --ddp.timeout_s 3 --out " + Out("d"));
-  const double seconds = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - begin)
-                             .count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
+          .count();
   ::close(silent.fd);
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_LT(seconds, 3 + 10) << r.output;
@@ -204,6 +204,34 @@ TEST_F(MultiRankTest, AStoppedRankIsNamedAsTheOneThatStoppedAnswering) {
   EXPECT_TRUE(std::regex_search(r.output, cause)) << r.output;
   EXPECT_EQ(r.output.find("LEFT-RUNNING"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(Out("d") + "/summary.json"));
+}
+
+// Note [Unanswering ranks]: ranks started by another launcher (torchrun
+// variables, no memprof launcher to watch them); rank 1 is stopped mid-run.
+// Rank 0 itself names it, within the collective bound and the grace.
+TEST_F(MultiRankTest, ARankUnderAnotherLauncherNamesThePeerThatStopped) {
+  const StoreSocket probe = ListenForStore("127.0.0.1", 0);
+  ::close(probe.fd);
+  const std::string common =
+      "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(probe.port) +
+      " WORLD_SIZE=2 " + MEMPROF_BINARY + " profile --config " + kTiny +
+      " --steps 100000 --ddp.timeout_s 3 --out " + Out("d");
+  const auto begin = std::chrono::steady_clock::now();
+  const CommandResult r = RunCommand(
+      "((RANK=1 " + common + " & pid=$!; sleep 3; kill -STOP $pid; " +
+      "sleep 30; kill -KILL $pid) > " + Out("rank1.log") + " 2>&1 & " +
+      "killer=$!; RANK=0 " + common + "; code=$?; pkill -KILL -P $killer; " +
+      "kill $killer; exit $code)");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
+          .count();
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("rank 0: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--ddp.timeout_s 3 s"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("rank 1 stopped answering"), std::string::npos)
+      << r.output;
+  EXPECT_LT(seconds, 3 + 3 + 3 + 10) << r.output;  // start, bound, grace
 }
 
 // Every byte figure of a rank report (categories, peaks, each step's
@@ -262,8 +290,7 @@ TEST_F(MultiRankTest, FiguresAreIdenticalFromRunToRunUnderLoad) {
     ASSERT_EQ(r.exit_code, 0) << r.output;
     std::map<std::string, std::string> figures;
     for (int rank = 0; rank < 2; ++rank) {
-      const Json report =
-          Read(out + "/rank-" + std::to_string(rank) + ".json");
+      const Json report = Read(out + "/rank-" + std::to_string(rank) + ".json");
       EXPECT_EQ(Measured(report, "unattributed"), 0) << "run " << run;
       for (const char* section : {"categories", "peak", "run_peak", "steps"}) {
         Figures(report[section], "rank" + std::to_string(rank) + "." + section,
