@@ -168,6 +168,18 @@ void ValidateRunConfig(const RunConfig& c) {
                                              c.train.optimizer +
                                              "'; known: adam, adamw, sgd");
   }
+  if (!std::isfinite(c.train.momentum) || c.train.momentum < 0 ||
+      c.train.momentum >= 1) {
+    throw ConfigError(
+        "train.momentum",
+        "train.momentum must be in [0, 1), got " + Describe(c.train.momentum));
+  }
+  if (c.train.momentum != 0 && c.train.optimizer != "sgd") {
+    throw ConfigError("train.momentum",
+                      "train.momentum is sgd's; " + c.train.optimizer +
+                          " keeps its own moments (exp_avg, exp_avg_sq): "
+                          "set train.optimizer = sgd or leave momentum at 0");
+  }
   if (c.train.dtype != "float32") {
     throw ConfigError("train.dtype", "unsupported dtype '" + c.train.dtype +
                                          "'; supported: float32");

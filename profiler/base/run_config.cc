@@ -46,6 +46,7 @@ nlohmann::json ToJson(const RunConfig& c) {
         {"global_batch", c.train.global_batch},
         {"steps", c.train.steps},
         {"optimizer", c.train.optimizer},
+        {"momentum", c.train.momentum},
         {"lr", c.train.lr},
         {"dtype", c.train.dtype},
         {"device", c.train.device},

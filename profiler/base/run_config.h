@@ -41,6 +41,7 @@ struct TrainConfig {
   int64_t global_batch = 0;  // 0: unset; else micro_batch = global / world
   int64_t steps = 3;
   std::string optimizer = "adam";  // adam | adamw | sgd
+  double momentum = 0;  // sgd: one momentum buffer per parameter when > 0
   double lr = 1e-3;
   std::string dtype = "float32";
   std::string device = "cpu";  // cpu | cuda (local rank r on cuda:r)

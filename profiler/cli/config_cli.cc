@@ -47,6 +47,8 @@ po::options_description ConfigKeys(RunConfig& c) {
       "samples per step over all ranks (0: unset)")(
       "train.steps", po::value(&c.train.steps), "training steps")(
       "train.optimizer", po::value(&c.train.optimizer), "adam | adamw | sgd")(
+      "train.momentum", po::value(&c.train.momentum),
+      "sgd's momentum, in [0, 1) (default 0: no momentum buffer)")(
       "train.lr", po::value(&c.train.lr), "learning rate")(
       "train.dtype", po::value(&c.train.dtype), "float32")(
       "train.zero_grad_set_to_none", po::value(&c.train.zero_grad_set_to_none),

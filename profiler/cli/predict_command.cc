@@ -61,18 +61,23 @@ std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
                                     : "");
     case Category::kGradients:
       return "4P: one fp32 gradient per parameter";
-    case Category::kOptimizerState:
-      if (config.train.optimizer == "sgd") {
+    case Category::kOptimizerState: {
+      const bool sgd = config.train.optimizer == "sgd";
+      if (sgd && config.train.momentum == 0) {
         return "0: SGD without momentum keeps no state";
       }
+      const std::string x = sgd ? "4" : "8";
       if (!p.owned_parameters.empty()) {
-        return "8P_" + std::to_string(p.rank) + ": ZeRO-1, rank " +
+        return x + "P_" + std::to_string(p.rank) + ": ZeRO-1, rank " +
                std::to_string(p.rank) + "'s partition, P_" +
                std::to_string(p.rank) + " = " +
                GroupedInteger(p.owned_parameters[p.rank]) + " of " +
                GroupedInteger(p.parameters);
       }
-      return "8P: " + config.train.optimizer + " exp_avg + exp_avg_sq, x2";
+      return sgd ? "4P: SGD's momentum buffer, x1"
+                 : "8P: " + config.train.optimizer +
+                       " exp_avg + exp_avg_sq, x2";
+    }
     case Category::kDdpBuckets:
       return config.ddp.gradient_as_bucket_view
                  ? "0: gradient_as_bucket_view, the gradients are the buckets"

@@ -9,10 +9,12 @@
 namespace memprof {
 namespace {
 
-// Adam and AdamW keep exp_avg and exp_avg_sq per parameter (x2); SGD
-// without momentum keeps nothing.
+// Adam and AdamW keep exp_avg and exp_avg_sq per parameter (x2); SGD one
+// momentum buffer (x1, created in step 1 as a clone of the gradient), or
+// nothing without momentum.
 int64_t OptimizerStateMultiplier(const TrainConfig& train) {
-  return train.optimizer == "sgd" ? 0 : 2;
+  if (train.optimizer != "sgd") return 2;
+  return train.momentum > 0 ? 1 : 0;
 }
 
 // Note [Predicted on a GPU]

@@ -152,6 +152,9 @@ RunConfig RankReportReader::Config(const Json& c,
   config.train.global_batch = r_.Bytes(t, train_where, "global_batch");
   config.train.steps = r_.Bytes(t, train_where, "steps");
   config.train.optimizer = r_.String(t, train_where, "optimizer");
+  if (t.contains("momentum")) {  // since memprof.rank/1.5
+    config.train.momentum = r_.Number(t, train_where, "momentum");
+  }
   config.train.lr = r_.Number(t, train_where, "lr");
   config.train.dtype = r_.String(t, train_where, "dtype");
   config.train.zero_grad_set_to_none =

@@ -32,7 +32,7 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(
         params, torch::optim::AdamWOptions(train.lr));
   }
   return std::make_unique<torch::optim::SGD>(
-      params, torch::optim::SGDOptions(train.lr));
+      params, torch::optim::SGDOptions(train.lr).momentum(train.momentum));
 }
 
 // Zeroes the gradients in place, or drops them (set_to_none). LibTorch's

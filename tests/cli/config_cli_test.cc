@@ -128,6 +128,27 @@ TEST_F(ConfigCliTest, InfinityAndNanAreRefusedAndIntegersEchoedAsSuch) {
       << dropout;
 }
 
+TEST_F(ConfigCliTest, MomentumIsSgdsAndBelowOne) {
+  for (const char* value : {"1", "-0.1", "inf", "nan"}) {
+    const std::string error =
+        ErrorOf({"--train.optimizer", "sgd", "--train.momentum", value});
+    EXPECT_NE(error.find("train.momentum must be in [0, 1), got "),
+              std::string::npos)
+        << error;
+  }
+  const std::string adam = ErrorOf({"--train.momentum", "0.9"});
+  EXPECT_NE(adam.find("train.momentum is sgd's; adam keeps its own moments"),
+            std::string::npos)
+      << adam;
+  const std::string path =
+      Write("momentum.ini", std::string(kGood) + "momentum = 0.9\n");
+  const std::string from_file = ErrorOf({"--config", path});
+  EXPECT_NE(from_file.find(path + ":10"), std::string::npos) << from_file;
+  EXPECT_EQ(ParseProfileArgs({"--config", path, "--train.optimizer", "sgd"})
+                .config.train.momentum,
+            0.9);
+}
+
 TEST_F(ConfigCliTest, AStrayArgumentAndTwoBatchSizesAreRefused) {
   const std::string stray = ErrorOf({"stray", "--steps", "2"});
   EXPECT_NE(stray.find("unexpected argument 'stray'"), std::string::npos)

@@ -94,6 +94,24 @@ TEST_F(MultiRankTest, BucketViewCountsTheBucketsAsGradients) {
   }
 }
 
+TEST_F(MultiRankTest, MomentumBuffersAreFourBytesPerParameterOnEachRank) {
+  const CommandResult r = RunMemprof(
+      std::string("profile --config ") + kTiny +
+      " --world-size 2 --train.optimizer sgd --train.momentum 0.9 --out " +
+      Out("d"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (int rank = 0; rank < 2; ++rank) {
+    const Json j = Read(Out("d") + "/rank-" + std::to_string(rank) + ".json");
+    const int64_t p = j["parameters"].get<int64_t>();
+    EXPECT_EQ(Measured(j, "optimizer_state"), 4 * p);
+    EXPECT_EQ(j["categories"]["optimizer_state"]["predicted_bytes"], 4 * p);
+    EXPECT_EQ(Measured(j, "gradients"), 4 * p);
+    EXPECT_EQ(j["context"]["config"]["train"]["momentum"], 0.9);
+    EXPECT_TRUE(j["redundancy"]["optimizer_state"]["identical_across_ranks"]
+                    .get<bool>());
+  }
+}
+
 TEST_F(MultiRankTest, ModelStateIsFlatInNAndActivationsFollowTheMicroBatch) {
   std::map<int, Json> rank0;
   for (int n : {1, 2, 4}) {

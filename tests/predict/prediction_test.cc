@@ -149,6 +149,11 @@ TEST(Prediction, ModelStateIsSixteenBytesPerParameterPlusBuckets) {
   const Prediction sgd =
       Predict(Preset("gpt2-small", {"--train.optimizer", "sgd"}));
   EXPECT_EQ(Bytes(sgd, Category::kOptimizerState), 0);
+
+  const Prediction momentum = Predict(Preset(
+      "gpt2-small", {"--train.optimizer", "sgd", "--train.momentum", "0.9"}));
+  EXPECT_EQ(Bytes(momentum, Category::kOptimizerState), 4 * n);
+  EXPECT_DOUBLE_EQ(momentum.model_state_bytes_per_parameter, 16.0);
 }
 
 // Note [Predicted on a GPU]: each tensor at its request rounded to 512 B.

@@ -86,6 +86,18 @@ TEST(Profile, OptimizerChoiceSetsItsState) {
   EXPECT_EQ(adamw.analysis.steady_peak.bytes[kO], 8 * adamw.parameters);
 }
 
+// Momentum SGD keeps one buffer per parameter, made in step 1.
+TEST(Profile, MomentumSgdKeepsOneBufferPerParameter) {
+  const RankRun r = RunSolo(
+      TinyConfig({"--train.optimizer", "sgd", "--train.momentum", "0.9"}));
+  const int64_t p = r.parameters;
+  EXPECT_EQ(FirstSegmentOf(r.analysis, 1).begin_bytes[kO], 0);
+  EXPECT_EQ(FirstSegmentOf(r.analysis, 2).begin_bytes[kO], 4 * p);
+  EXPECT_EQ(r.analysis.steady_max[kO], 4 * p);
+  EXPECT_EQ(r.analysis.steady_peak.bytes[kG], 4 * p);
+  EXPECT_EQ(r.analysis.steady_peak.bytes[kU], 0);
+}
+
 TEST(Profile, BucketViewMakesTheBucketsTheGradients) {
   const RankRun r =
       RunSolo(TinyConfig({"--ddp.gradient_as_bucket_view", "true"}));
