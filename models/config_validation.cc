@@ -180,6 +180,19 @@ void ValidateRunConfig(const RunConfig& c) {
                           " keeps its own moments (exp_avg, exp_avg_sq): "
                           "set train.optimizer = sgd or leave momentum at 0");
   }
+  if (c.train.activation_checkpointing != "none" &&
+      c.train.activation_checkpointing != "blocks") {
+    throw ConfigError("train.activation_checkpointing",
+                      "unknown train.activation_checkpointing '" +
+                          c.train.activation_checkpointing +
+                          "'; known: none, blocks");
+  }
+  if (c.train.activation_checkpointing == "blocks" && c.model == "mlp") {
+    throw ConfigError("train.activation_checkpointing",
+                      "train.activation_checkpointing blocks needs a model "
+                      "with blocks (gpt: transformer blocks, resnet: residual "
+                      "blocks); mlp has none: use none");
+  }
   if (c.train.dtype != "float32") {
     throw ConfigError("train.dtype", "unsupported dtype '" + c.train.dtype +
                                          "'; supported: float32");

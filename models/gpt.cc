@@ -1,5 +1,7 @@
 #include "models/gpt.h"
 
+#include "models/checkpoint.h"
+
 #include <cmath>
 #include <limits>
 
@@ -62,7 +64,8 @@ torch::Tensor GptBlockImpl::forward(const torch::Tensor& x,
   return mid + Dropout(mlp_proj_(torch::gelu(c_fc_(ln_2_(mid)), "tanh")));
 }
 
-GptImpl::GptImpl(const GptConfig& c) : dropout_(c.dropout) {
+GptImpl::GptImpl(const GptConfig& c, bool checkpoint_blocks)
+    : dropout_(c.dropout), checkpoint_blocks_(checkpoint_blocks) {
   wte_ = register_module("wte", torch::nn::Embedding(c.vocab, c.d_model));
   wpe_ = register_module("wpe", torch::nn::Embedding(c.seq_len, c.d_model));
   for (int64_t i = 0; i < c.layers; ++i) h_->push_back(GptBlock(c));
@@ -81,14 +84,24 @@ torch::Tensor GptImpl::forward(const torch::Tensor& token_ids) {
   }
   const torch::Tensor causal_mask =
       torch::ones({t, t}, on.dtype(torch::kBool)).triu(/*diagonal=*/1);
-  for (const auto& block : *h_) {
-    x = block->as<GptBlock>()->forward(x, causal_mask);
+  for (const auto& module : *h_) {
+    GptBlockImpl* block = module->as<GptBlock>();
+    if (checkpoint_blocks_) {
+      x = Checkpoint(
+          [block, causal_mask](const torch::Tensor& in, bool /*recomputing*/) {
+            return block->forward(in, causal_mask);
+          },
+          x);
+    } else {
+      x = block->forward(x, causal_mask);
+    }
   }
   // The output projection is the token embedding, transposed (tied).
   return torch::matmul(ln_f_(x), wte_->weight.t());
 }
 
-GptModel::GptModel(const GptConfig& config) : config_(config), gpt_(config) {}
+GptModel::GptModel(const GptConfig& config, bool checkpoint_blocks)
+    : config_(config), gpt_(config, checkpoint_blocks) {}
 
 Batch GptModel::MakeBatch(int64_t micro_batch) {
   const std::vector<int64_t> shape = {micro_batch, config_.seq_len};

@@ -33,12 +33,14 @@ TORCH_MODULE(GptBlock);
 
 class GptImpl : public torch::nn::Module {
  public:
-  explicit GptImpl(const GptConfig& config);
+  // checkpoint_blocks: each block runs checkpointed (models/checkpoint.h).
+  GptImpl(const GptConfig& config, bool checkpoint_blocks);
   // token_ids: [B, T] int64 -> logits [B, T, V].
   torch::Tensor forward(const torch::Tensor& token_ids);
 
  private:
   double dropout_;
+  bool checkpoint_blocks_;
   torch::nn::Embedding wte_{nullptr}, wpe_{nullptr};
   torch::nn::ModuleList h_;
   torch::nn::LayerNorm ln_f_{nullptr};
@@ -47,7 +49,7 @@ TORCH_MODULE(Gpt);
 
 class GptModel final : public TrainableModel {
  public:
-  explicit GptModel(const GptConfig& config);
+  GptModel(const GptConfig& config, bool checkpoint_blocks);
   torch::nn::Module& module() override { return *gpt_; }
   // Random token ids and next-token targets, [B, T] each.
   Batch MakeBatch(int64_t micro_batch) override;

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "models/checkpoint.h"
 #include "models/resnet_table.h"
 
 namespace memprof {
@@ -46,17 +47,41 @@ ResnetBlockImpl::ResnetBlockImpl(bool bottleneck, int64_t in, int64_t width,
   }
 }
 
-torch::Tensor ResnetBlockImpl::forward(const torch::Tensor& x) {
+namespace {
+
+// bn(x) in training mode; without its running statistics when
+// !update_statistics (the same kernel, the same saved tensors).
+torch::Tensor Normalize(nn::BatchNorm2dImpl& bn, const torch::Tensor& x,
+                        bool update_statistics) {
+  if (update_statistics) return bn.forward(x);
+  const auto& o = bn.options;
+  return torch::batch_norm(x, bn.weight, bn.bias, /*running_mean=*/{},
+                           /*running_var=*/{}, /*training=*/true,
+                           o.momentum().value_or(0.1), o.eps(),
+                           at::globalContext().userEnabledCuDNN());
+}
+
+}  // namespace
+
+torch::Tensor ResnetBlockImpl::forward(const torch::Tensor& x,
+                                       bool update_statistics) {
   torch::Tensor y = x;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    y = layers_[i].second(layers_[i].first(y));
+    y = Normalize(*layers_[i].second, layers_[i].first(y), update_statistics);
     if (i + 1 < layers_.size()) y.relu_();
   }
-  y += downsample_ ? downsample_->forward(x) : x;
+  if (downsample_) {
+    y += Normalize(*downsample_->ptr(1)->as<nn::BatchNorm2d>(),
+                   downsample_->ptr(0)->as<nn::Conv2d>()->forward(x),
+                   update_statistics);
+  } else {
+    y += x;
+  }
   return y.relu_();
 }
 
-ResnetImpl::ResnetImpl(const ResnetConfig& c) {
+ResnetImpl::ResnetImpl(const ResnetConfig& c, bool checkpoint_blocks)
+    : checkpoint_blocks_(checkpoint_blocks) {
   const ResnetStages stages = *ResnetStagesOf(c.depth);
   conv1_ = register_module(
       "conv1",
@@ -81,13 +106,26 @@ ResnetImpl::ResnetImpl(const ResnetConfig& c) {
 torch::Tensor ResnetImpl::forward(const torch::Tensor& images) {
   torch::Tensor x = bn1_(conv1_(images)).relu_();
   x = torch::max_pool2d(x, /*kernel_size=*/3, /*stride=*/2, /*padding=*/1);
-  for (nn::Sequential& stage : stages_) x = stage->forward(x);
+  for (nn::Sequential& stage : stages_) {
+    for (size_t i = 0; i < stage->size(); ++i) {
+      ResnetBlockImpl* block = stage->ptr(i)->as<ResnetBlock>();
+      if (checkpoint_blocks_) {
+        x = Checkpoint(
+            [block](const torch::Tensor& in, bool recomputing) {
+              return block->forward(in, /*update_statistics=*/!recomputing);
+            },
+            x);
+      } else {
+        x = block->forward(x);
+      }
+    }
+  }
   x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
   return fc_(x);
 }
 
-ResnetModel::ResnetModel(const ResnetConfig& config)
-    : config_(config), resnet_(config) {}
+ResnetModel::ResnetModel(const ResnetConfig& config, bool checkpoint_blocks)
+    : config_(config), resnet_(config, checkpoint_blocks) {}
 
 Batch ResnetModel::MakeBatch(int64_t micro_batch) {
   return Batch{

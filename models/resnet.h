@@ -15,7 +15,9 @@ namespace memprof {
 class ResnetBlockImpl : public torch::nn::Module {
  public:
   ResnetBlockImpl(bool bottleneck, int64_t in, int64_t width, int64_t stride);
-  torch::Tensor forward(const torch::Tensor& x);
+  // update_statistics false: BatchNorm normalizes by the batch's statistics
+  // without updating its running ones (a checkpointed block's rerun).
+  torch::Tensor forward(const torch::Tensor& x, bool update_statistics = true);
 
  private:
   std::vector<std::pair<torch::nn::Conv2d, torch::nn::BatchNorm2d>> layers_;
@@ -25,11 +27,14 @@ TORCH_MODULE(ResnetBlock);
 
 class ResnetImpl : public torch::nn::Module {
  public:
-  explicit ResnetImpl(const ResnetConfig& config);
+  // checkpoint_blocks: each residual block runs checkpointed
+  // (models/checkpoint.h).
+  ResnetImpl(const ResnetConfig& config, bool checkpoint_blocks);
   // images: [B, 3, R, R] -> logits [B, classes].
   torch::Tensor forward(const torch::Tensor& images);
 
  private:
+  bool checkpoint_blocks_;
   torch::nn::Conv2d conv1_{nullptr};
   torch::nn::BatchNorm2d bn1_{nullptr};
   std::vector<torch::nn::Sequential> stages_;
@@ -39,7 +44,7 @@ TORCH_MODULE(Resnet);
 
 class ResnetModel final : public TrainableModel {
  public:
-  explicit ResnetModel(const ResnetConfig& config);
+  ResnetModel(const ResnetConfig& config, bool checkpoint_blocks);
   torch::nn::Module& module() override { return *resnet_; }
   // Random images and class labels.
   Batch MakeBatch(int64_t micro_batch) override;

@@ -49,6 +49,7 @@ nlohmann::json ToJson(const RunConfig& c) {
         {"momentum", c.train.momentum},
         {"lr", c.train.lr},
         {"dtype", c.train.dtype},
+        {"activation_checkpointing", c.train.activation_checkpointing},
         {"device", c.train.device},
         {"zero_grad_set_to_none", c.train.zero_grad_set_to_none},
         {"seed", c.train.seed}}},

@@ -44,6 +44,9 @@ struct TrainConfig {
   double momentum = 0;  // sgd: one momentum buffer per parameter when > 0
   double lr = 1e-3;
   std::string dtype = "float32";
+  // none | blocks: each GPT transformer block and ResNet residual block
+  // reruns its forward in backward (models/checkpoint.h).
+  std::string activation_checkpointing = "none";
   std::string device = "cpu";  // cpu | cuda (local rank r on cuda:r)
   bool zero_grad_set_to_none = false;
   int64_t seed = 0;  // rank r draws its data from seed + r

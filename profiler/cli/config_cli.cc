@@ -51,6 +51,9 @@ po::options_description ConfigKeys(RunConfig& c) {
       "sgd's momentum, in [0, 1) (default 0: no momentum buffer)")(
       "train.lr", po::value(&c.train.lr), "learning rate")(
       "train.dtype", po::value(&c.train.dtype), "float32")(
+      "train.activation_checkpointing",
+      po::value(&c.train.activation_checkpointing),
+      "none | blocks (each GPT or ResNet block recomputed in backward)")(
       "train.zero_grad_set_to_none", po::value(&c.train.zero_grad_set_to_none),
       "free gradients after each step instead of zeroing them")(
       "train.seed", po::value(&c.train.seed), "random seed")(

@@ -24,8 +24,9 @@ bool SkippedConfigKey(const std::string& key) {
 // their absence stands for.
 const std::map<std::string, Json>& KeysAddedLater() {
   static const std::map<std::string, Json> keys = {
-      {"ddp.zero_stage", 0},    // memprof.rank/1.3
-      {"train.momentum", 0.0},  // memprof.rank/1.5
+      {"ddp.zero_stage", 0},                       // memprof.rank/1.3
+      {"train.momentum", 0.0},                     // memprof.rank/1.5
+      {"train.activation_checkpointing", "none"},  // memprof.rank/1.5
   };
   return keys;
 }

@@ -157,6 +157,10 @@ RunConfig RankReportReader::Config(const Json& c,
   }
   config.train.lr = r_.Number(t, train_where, "lr");
   config.train.dtype = r_.String(t, train_where, "dtype");
+  if (t.contains("activation_checkpointing")) {  // since memprof.rank/1.5
+    config.train.activation_checkpointing =
+        r_.String(t, train_where, "activation_checkpointing");
+  }
   config.train.zero_grad_set_to_none =
       r_.Bool(t, train_where, "zero_grad_set_to_none");
   config.train.seed = r_.Integer(t, train_where, "seed", 0, kMaxInt64);
