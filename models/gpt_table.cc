@@ -28,7 +28,20 @@ namespace memprof {
 // log_softmax's output [B*T, V] (the logits themselves are not kept), and
 // nll_loss's total_weight and the loss, one float each. The token
 // embedding keeps the token ids, which are an input.
-SizeTable GptSizeTable(const GptConfig& c, int64_t b) {
+//
+// Note [Checkpointed activations]
+// With checkpointed blocks (models/checkpoint.h) a block's forward saves
+// nothing but its input, which the checkpoint keeps until the block's
+// backward: forward ends holding the rows outside the blocks and one
+// [B, T, d] input per block. In backward, block i reruns just before its
+// own backward and saves its rows again (kRecomputed): all of a plain
+// block's, except its ln_1 input, which is the kept input itself, plus the
+// rerun's output [B, T, d], held while backpropagating through it. By then
+// every row after the blocks (ln_f's, log_softmax's; kNoBlock) and the
+// inputs of the blocks after i have been freed. Block L-1 reruns first,
+// with every input still held: activations peak there. The loss is held by
+// the loop throughout.
+SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks) {
   SizeTable t;
   t.symbols =
       "B = micro-batch, T = gpt.seq_len, d = gpt.d_model, "
@@ -61,38 +74,61 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b) {
   t.Add("positions", s, {T}, "[T]", Dtype::kInt64);
   t.Add("causal mask", s, {T, T}, "[T, T]", Dtype::kBool);
   if (dropout) t.Add("embedding dropout noise", s, {b, T, d}, "[B, T, d]");
+  if (checkpoint_blocks) t.blocks = static_cast<int32_t>(c.layers);
   for (int64_t i = 0; i < c.layers; ++i) {
     const std::string n = "h." + std::to_string(i) + ".";
-    t.Add(n + "ln_1 input (residual)", s, {b, T, d}, "[B, T, d]");
-    t.Add(n + "ln_1 mean", s, {b, T, 1}, "[B, T, 1]");
-    t.Add(n + "ln_1 rstd", s, {b, T, 1}, "[B, T, 1]");
-    t.Add(n + "ln_1 output (c_attn input)", s, {b, T, d}, "[B, T, d]");
-    t.Add(n + "attn q copy", s, {b * h, T, hd}, "[B*h, T, d/h]");
-    t.Add(n + "attn k^T copy", s, {b * h, hd, T}, "[B*h, d/h, T]");
-    t.Add(n + "attn softmax output", s, {b, h, T, T}, "[B, h, T, T]");
-    if (dropout) {
-      t.Add(n + "attn dropout noise", s, {b, h, T, T}, "[B, h, T, T]");
-      t.Add(n + "attn dropout output", s, {b, h, T, T}, "[B, h, T, T]");
+    const size_t first = t.rows.size();
+    // The block's own rows: saved by its forward, or by its rerun.
+    const RowKind own =
+        checkpoint_blocks ? RowKind::kRecomputed : RowKind::kSaved;
+    if (checkpoint_blocks) {
+      t.Add("h." + std::to_string(i) + " input (kept by the checkpoint)", s,
+            {b, T, d}, "[B, T, d]");
+    } else {
+      t.Add(n + "ln_1 input (residual)", s, {b, T, d}, "[B, T, d]");
     }
-    t.Add(n + "attn v copy", s, {b * h, T, hd}, "[B*h, T, d/h]");
-    t.Add(n + "attn heads (c_proj input)", s, {b, T, d}, "[B, T, d]");
+    t.Add(n + "ln_1 mean", own, {b, T, 1}, "[B, T, 1]");
+    t.Add(n + "ln_1 rstd", own, {b, T, 1}, "[B, T, 1]");
+    t.Add(n + "ln_1 output (c_attn input)", own, {b, T, d}, "[B, T, d]");
+    t.Add(n + "attn q copy", own, {b * h, T, hd}, "[B*h, T, d/h]");
+    t.Add(n + "attn k^T copy", own, {b * h, hd, T}, "[B*h, d/h, T]");
+    t.Add(n + "attn softmax output", own, {b, h, T, T}, "[B, h, T, T]");
+    if (dropout) {
+      t.Add(n + "attn dropout noise", own, {b, h, T, T}, "[B, h, T, T]");
+      t.Add(n + "attn dropout output", own, {b, h, T, T}, "[B, h, T, T]");
+    }
+    t.Add(n + "attn v copy", own, {b * h, T, hd}, "[B*h, T, d/h]");
+    t.Add(n + "attn heads (c_proj input)", own, {b, T, d}, "[B, T, d]");
     if (dropout)
-      t.Add(n + "attn residual dropout noise", s, {b, T, d}, "[B, T, d]");
-    t.Add(n + "ln_2 input (residual)", s, {b, T, d}, "[B, T, d]");
-    t.Add(n + "ln_2 mean", s, {b, T, 1}, "[B, T, 1]");
-    t.Add(n + "ln_2 rstd", s, {b, T, 1}, "[B, T, 1]");
-    t.Add(n + "ln_2 output (c_fc input)", s, {b, T, d}, "[B, T, d]");
-    t.Add(n + "mlp c_fc output (gelu input)", s, {b, T, 4 * d}, "[B, T, 4d]");
-    t.Add(n + "mlp gelu output (c_proj input)", s, {b, T, 4 * d}, "[B, T, 4d]");
+      t.Add(n + "attn residual dropout noise", own, {b, T, d}, "[B, T, d]");
+    t.Add(n + "ln_2 input (residual)", own, {b, T, d}, "[B, T, d]");
+    t.Add(n + "ln_2 mean", own, {b, T, 1}, "[B, T, 1]");
+    t.Add(n + "ln_2 rstd", own, {b, T, 1}, "[B, T, 1]");
+    t.Add(n + "ln_2 output (c_fc input)", own, {b, T, d}, "[B, T, d]");
+    t.Add(n + "mlp c_fc output (gelu input)", own, {b, T, 4 * d}, "[B, T, 4d]");
+    t.Add(n + "mlp gelu output (c_proj input)", own, {b, T, 4 * d},
+          "[B, T, 4d]");
     if (dropout)
-      t.Add(n + "mlp residual dropout noise", s, {b, T, d}, "[B, T, d]");
+      t.Add(n + "mlp residual dropout noise", own, {b, T, d}, "[B, T, d]");
+    if (checkpoint_blocks) {
+      t.Add(n + "rerun output", own, {b, T, d}, "[B, T, d]");
+    }
+    for (size_t r = first; r < t.rows.size(); ++r) {
+      t.rows[r].block = static_cast<int32_t>(i);
+    }
   }
+  // Freed by their backward, before any block's (Note [Checkpointed
+  // activations]).
+  const size_t after_blocks = t.rows.size();
   t.Add("ln_f input (residual)", s, {b, T, d}, "[B, T, d]");
   t.Add("ln_f mean", s, {b, T, 1}, "[B, T, 1]");
   t.Add("ln_f rstd", s, {b, T, 1}, "[B, T, 1]");
   t.Add("ln_f output (lm head input)", s, {b, T, d}, "[B, T, d]");
   t.Add("log_softmax output", s, {b * T, c.vocab}, "[B*T, V]");
   t.Add("nll_loss total_weight", s, {}, "[]");
+  for (size_t r = after_blocks; r < t.rows.size(); ++r) {
+    t.rows[r].block = SizeRow::kNoBlock;
+  }
   t.Add("loss", s, {}, "[]");
 
   // Backward peaks at its first nodes: nll_loss's gradient and
@@ -100,6 +136,22 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b) {
   t.Add("nll_loss gradient", RowKind::kWorkspace, {b * T, c.vocab}, "[B*T, V]");
   t.Add("log_softmax gradient", RowKind::kWorkspace, {b * T, c.vocab},
         "[B*T, V]");
+  // Checkpointed, each block's backward peaks at its first node, the MLP's
+  // c_proj, just after the rerun: its input and weight gradients, with the
+  // gradient flowing into the block, the loss's gradient and the tied
+  // wte's gradient from the output projection, which waits in autograd's
+  // input buffer for the embedding's share.
+  for (int32_t i = 0; i < t.blocks; ++i) {
+    const std::string n = "h." + std::to_string(i) + " backward: ";
+    const auto w = RowKind::kWorkspace;
+    t.Add(n + "gradient into the block", w, {b, T, d}, "[B, T, d]");
+    t.Add(n + "mlp c_proj input gradient", w, {b, T, 4 * d}, "[B, T, 4d]");
+    t.Add(n + "mlp c_proj weight gradient", w, {d, 4 * d}, "[d, 4d]");
+    t.Add(n + "wte gradient from the output projection", w, {c.vocab, d},
+          "[V, d]");
+    t.Add(n + "loss gradient", w, {}, "[]");
+    for (int r = 0; r < 5; ++r) t.rows[t.rows.size() - 1 - r].block = i;
+  }
 
   t.Add("token ids", RowKind::kInput, {b, T}, "[B, T]", Dtype::kInt64);
   t.Add("targets", RowKind::kInput, {b, T}, "[B, T]", Dtype::kInt64);

@@ -59,11 +59,11 @@ void AddBatchNormBuffers(SizeTable& t, const std::string& name, int64_t c,
 // standard deviation.
 void AddBatchNormSaved(SizeTable& t, const std::string& name, int64_t b,
                        int64_t c, int64_t side, const std::string& c_terms,
-                       const std::string& side_terms) {
-  t.Add(name + " input", RowKind::kSaved, {b, c, side, side},
+                       const std::string& side_terms, RowKind kind) {
+  t.Add(name + " input", kind, {b, c, side, side},
         "[B, " + c_terms + ", " + side_terms + ", " + side_terms + "]");
-  t.Add(name + " save_mean", RowKind::kSaved, {c}, "[" + c_terms + "]");
-  t.Add(name + " save_invstd", RowKind::kSaved, {c}, "[" + c_terms + "]");
+  t.Add(name + " save_mean", kind, {c}, "[" + c_terms + "]");
+  t.Add(name + " save_invstd", kind, {c}, "[" + c_terms + "]");
 }
 
 // A channel count in units of resnet.width: "w", "2w", "4w" ...
@@ -142,21 +142,35 @@ void AddResnetParameters(SizeTable& t, const ResnetConfig& c,
 // (the first block's input); global average pooling over 1x1 output is a
 // mean, which keeps nothing, and fc keeps the pooled [B, C] features. Then
 // log_softmax's output [B, classes], nll_loss's total_weight and the loss.
+//
+// Checkpointed residual blocks (Note [Checkpointed activations] in
+// gpt_table.cc): forward keeps the stem's rows and each block's input; a
+// block's rerun saves all of its plain rows again (its output among them,
+// kept by its last relu_). The last block's output, kept by no one outside
+// it (the 1x1 pooling is a mean), is freed when forward ends.
 
 // Saved for backward at micro-batch b (Note [ResNet saved tensors]).
 void AddResnetSaved(SizeTable& t, const ResnetConfig& c, int64_t b,
-                    const ResnetStages& stages, const ResnetResolutions& res) {
+                    const ResnetStages& stages, const ResnetResolutions& res,
+                    bool checkpoint_blocks) {
   const int64_t e = stages.expansion();
-  const auto s = RowKind::kSaved;
-  AddBatchNormSaved(t, "bn1", b, c.width, res.stem, "w", "S0");
-  t.Add("relu output (maxpool input)", s, {b, c.width, res.stem, res.stem},
+  const auto saved = RowKind::kSaved;
+  // A block's own rows: saved by its forward, or by its rerun.
+  const auto s = checkpoint_blocks ? RowKind::kRecomputed : RowKind::kSaved;
+  AddBatchNormSaved(t, "bn1", b, c.width, res.stem, "w", "S0", saved);
+  t.Add("relu output (maxpool input)", saved, {b, c.width, res.stem, res.stem},
         "[B, w, S0, S0]");
-  t.Add("maxpool indices", s, {b, c.width, res.pooled, res.pooled},
+  t.Add("maxpool indices", saved, {b, c.width, res.pooled, res.pooled},
         "[B, w, S1, S1]", Dtype::kInt64);
-  t.Add("maxpool output (layer1 input)", s,
-        {b, c.width, res.pooled, res.pooled}, "[B, w, S1, S1]");
+  if (!checkpoint_blocks) {
+    t.Add("maxpool output (layer1 input)", saved,
+          {b, c.width, res.pooled, res.pooled}, "[B, w, S1, S1]");
+    t.rows.back().block = 0;  // kept by layer1.0's first convolution
+  }
   int64_t in = c.width;
+  std::string in_terms = "w";
   int64_t side_in = res.pooled;
+  int32_t block = 0;
   for (int stage = 0; stage < 4; ++stage) {
     const int64_t mw = int64_t{1} << stage;
     const int64_t width = c.width * mw;
@@ -165,38 +179,54 @@ void AddResnetSaved(SizeTable& t, const ResnetConfig& c, int64_t b,
     const std::string S = "S" + std::to_string(stage + 1);
     for (int64_t j = 0; j < stages.blocks[stage]; ++j) {
       const std::string Sin = side_in == side ? S : "S" + std::to_string(stage);
-      const std::string n =
-          "layer" + std::to_string(stage + 1) + "." + std::to_string(j) + ".";
+      const std::string name =
+          "layer" + std::to_string(stage + 1) + "." + std::to_string(j);
+      const std::string n = name + ".";
+      const size_t first = t.rows.size();
+      if (checkpoint_blocks) {
+        t.Add(name + " input (kept by the checkpoint)", saved,
+              {b, in, side_in, side_in},
+              "[B, " + in_terms + ", " + Sin + ", " + Sin + "]");
+      }
       // In a stage's first block the stride-2 conv halves the side.
       const int64_t first_side = stages.bottleneck ? side_in : side;
       const std::string first_terms = stages.bottleneck ? Sin : S;
       AddBatchNormSaved(t, n + "bn1", b, width, first_side, WidthTerms(mw),
-                        first_terms);
+                        first_terms, s);
       t.Add(n + "relu1 output (conv2 input)", s,
             {b, width, first_side, first_side},
             "[B, " + WidthTerms(mw) + ", " + first_terms + ", " + first_terms +
                 "]");
-      AddBatchNormSaved(t, n + "bn2", b, width, side, WidthTerms(mw), S);
+      AddBatchNormSaved(t, n + "bn2", b, width, side, WidthTerms(mw), S, s);
       if (stages.bottleneck) {
         t.Add(n + "relu2 output (conv3 input)", s, {b, width, side, side},
               "[B, " + WidthTerms(mw) + ", " + S + ", " + S + "]");
-        AddBatchNormSaved(t, n + "bn3", b, out, side, WidthTerms(mw * e), S);
+        AddBatchNormSaved(t, n + "bn3", b, out, side, WidthTerms(mw * e), S, s);
       }
       if (j == 0 && (stage > 0 || in != out)) {
         AddBatchNormSaved(t, n + "downsample.1", b, out, side,
-                          WidthTerms(mw * e), S);
+                          WidthTerms(mw * e), S, s);
       }
       t.Add(n + "block output", s, {b, out, side, side},
             "[B, " + WidthTerms(mw * e) + ", " + S + ", " + S + "]");
+      for (size_t r = first; r < t.rows.size(); ++r) t.rows[r].block = block;
+      ++block;
       in = out;
+      in_terms = WidthTerms(mw * e);
       side_in = side;
     }
   }
-  t.Add("pooled features (fc input)", s, {b, in},
+  if (checkpoint_blocks) t.blocks = block;
+  // Freed by their backward, before any block's.
+  const size_t after_blocks = t.rows.size();
+  t.Add("pooled features (fc input)", saved, {b, in},
         "[B, " + WidthTerms(8 * e) + "]");
-  t.Add("log_softmax output", s, {b, c.classes}, "[B, K]");
-  t.Add("nll_loss total_weight", s, {}, "[]");
-  t.Add("loss", s, {}, "[]");
+  t.Add("log_softmax output", saved, {b, c.classes}, "[B, K]");
+  t.Add("nll_loss total_weight", saved, {}, "[]");
+  for (size_t r = after_blocks; r < t.rows.size(); ++r) {
+    t.rows[r].block = SizeRow::kNoBlock;
+  }
+  t.Add("loss", saved, {}, "[]");
 }
 
 // Backward peaks in the last stage, with nearly every saved tensor still
@@ -235,9 +265,54 @@ void AddResnetBackwardPeak(SizeTable& t, const ResnetConfig& c, int64_t b,
   }
 }
 
+// Checkpointed, a block's backward peaks at its last convolution (the one
+// before the BatchNorm that meets the shortcut), just after the rerun: the
+// block's output gradient, its relu's and that BatchNorm's input gradient
+// (three maps of the block's output), and oneDNN's convolution backward:
+// the output gradient, the weight and the input gradient in its blocked
+// layout, channels padded to a multiple of 16 (AVX-512's block), and the
+// loss's gradient. Measured on oneDNN convolutions, as the plain peak.
+void AddResnetRecomputePeaks(SizeTable& t, const ResnetConfig& c, int64_t b,
+                             const ResnetStages& stages,
+                             const ResnetResolutions& res) {
+  auto padded = [](int64_t channels) { return (channels + 15) / 16 * 16; };
+  const auto w = RowKind::kWorkspace;
+  int32_t block = 0;
+  for (int stage = 0; stage < 4; ++stage) {
+    const int64_t mw = int64_t{1} << stage;
+    const int64_t width = c.width * mw, out = width * stages.expansion();
+    const int64_t side = res.stage[stage];
+    const int64_t k = stages.bottleneck ? 1 : 3;  // the last convolution's
+    const std::string S = "S" + std::to_string(stage + 1);
+    const std::string map = ", " + S + ", " + S + "]";
+    const std::string o = WidthTerms(mw * stages.expansion());
+    const std::string i = WidthTerms(mw);
+    for (int64_t j = 0; j < stages.blocks[stage]; ++j, ++block) {
+      const std::string n = "layer" + std::to_string(stage + 1) + "." +
+                            std::to_string(j) + " backward: ";
+      const size_t first = t.rows.size();
+      for (const char* name : {"block output gradient", "relu gradient",
+                               "BatchNorm input gradient"}) {
+        t.Add(n + name, w, {b, out, side, side}, "[B, " + o + map);
+      }
+      t.Add(n + "last conv output gradient, oneDNN layout", w,
+            {b, padded(out), side, side}, "[B, pad16(" + o + ")" + map);
+      t.Add(n + "last conv weight, oneDNN layout", w,
+            {padded(out), padded(width), k, k},
+            "[pad16(" + o + "), pad16(" + i + "), " + std::to_string(k) + ", " +
+                std::to_string(k) + "]");
+      t.Add(n + "last conv input gradient, oneDNN layout", w,
+            {b, padded(width), side, side}, "[B, pad16(" + i + ")" + map);
+      t.Add(n + "loss gradient", w, {}, "[]");
+      for (size_t r = first; r < t.rows.size(); ++r) t.rows[r].block = block;
+    }
+  }
+}
+
 }  // namespace
 
-SizeTable ResnetSizeTable(const ResnetConfig& c, int64_t b) {
+SizeTable ResnetSizeTable(const ResnetConfig& c, int64_t b,
+                          bool checkpoint_blocks) {
   SizeTable t;
   t.symbols =
       "B = micro-batch, R = resnet.resolution, w = resnet.width, "
@@ -245,8 +320,9 @@ SizeTable ResnetSizeTable(const ResnetConfig& c, int64_t b) {
   const ResnetStages stages = *ResnetStagesOf(c.depth);
   const ResnetResolutions res = ResnetResolutionsOf(c.resolution);
   AddResnetParameters(t, c, stages);
-  AddResnetSaved(t, c, b, stages, res);
+  AddResnetSaved(t, c, b, stages, res, checkpoint_blocks);
   AddResnetBackwardPeak(t, c, b, stages, res);
+  if (checkpoint_blocks) AddResnetRecomputePeaks(t, c, b, stages, res);
   t.Add("images", RowKind::kInput, {b, 3, c.resolution, c.resolution},
         "[B, 3, R, R]");
   t.Add("labels", RowKind::kInput, {b}, "[B]", Dtype::kInt64);

@@ -117,7 +117,8 @@ int64_t SizeTable::Bytes(RowKind kind) const {
 
 void SizeTable::RequireCountable() const {
   int64_t total = 0;
-  for (const SizeRow& row : rows) total = CheckedSum(total, row.Bytes(), "bytes");
+  for (const SizeRow& row : rows)
+    total = CheckedSum(total, row.Bytes(), "bytes");
   if (total > kMaxCountableBytes / 16) {
     throw SizeOverflow("its tensors take " + HumanBytes(total) +
                        ", and with gradients and Adam's state that is more "
@@ -135,9 +136,13 @@ int64_t SizeTable::LargestParameterBytes() const {
 }
 
 SizeTable BuildSizeTable(const RunConfig& config, int64_t micro_batch) {
-  if (config.model == "gpt") return GptSizeTable(config.gpt, micro_batch);
+  const bool checkpoint_blocks =
+      config.train.activation_checkpointing == "blocks";
+  if (config.model == "gpt") {
+    return GptSizeTable(config.gpt, micro_batch, checkpoint_blocks);
+  }
   if (config.model == "resnet") {
-    return ResnetSizeTable(config.resnet, micro_batch);
+    return ResnetSizeTable(config.resnet, micro_batch, checkpoint_blocks);
   }
   return MlpSizeTable(config.mlp, micro_batch);
 }

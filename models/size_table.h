@@ -7,6 +7,7 @@
 // step with the built modules. Pure arithmetic: no tensors.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -30,8 +31,14 @@ enum class RowKind : uint8_t {
   kParameter,  // weights; also gradients x1, Adam x2, DDP buckets x1
   kBuffer,     // module buffer: weights, no gradient
   kSaved,      // saved for backward: activations
-  kInput,      // the batch: inputs
-  kWorkspace,  // transient at the predicted backward peak: temporaries
+  // Saved again by a checkpointed block's rerun in backward (activations
+  // while that block's backward runs; SizeRow::block names the block).
+  kRecomputed,
+  kInput,  // the batch: inputs
+  // Transient at a predicted backward peak: temporaries. SizeRow::block
+  // kEveryBlock: early in backward; a block: in that checkpointed block's
+  // backward, just after its rerun.
+  kWorkspace,
 };
 
 enum class Dtype : uint8_t { kFloat32, kInt64, kBool };
@@ -45,6 +52,14 @@ struct SizeRow {
   std::vector<int64_t> shape;
   std::string terms;  // the shape in the config's symbols: "[3d, d]"
   Dtype dtype = Dtype::kFloat32;
+  // Under activation checkpointing (Note [Checkpointed activations]): a
+  // kSaved row held until the backward of block `block` (kEveryBlock:
+  // until after every block's; kNoBlock: freed before the first), or the
+  // block whose rerun saves a kRecomputed row, or in whose backward a
+  // kWorkspace row is live.
+  int32_t block = kEveryBlock;
+  static constexpr int32_t kEveryBlock = -1;
+  static constexpr int32_t kNoBlock = INT32_MAX;
 
   // Both throw SizeOverflow past kMaxCountableBytes.
   int64_t Elements() const;
@@ -60,6 +75,8 @@ struct SizeTable {
            std::string terms, Dtype dtype = Dtype::kFloat32);
   int64_t Elements(RowKind kind) const;
   int64_t Bytes(RowKind kind) const;
+  // Checkpointed tables: their blocks, 0 .. blocks - 1 (0: not checkpointed).
+  int32_t blocks = 0;
   // The largest single parameter tensor, in bytes.
   int64_t LargestParameterBytes() const;
   // Throws SizeOverflow unless 16 times the table's bytes is countable.
@@ -68,10 +85,13 @@ struct SizeTable {
 
 // The table of config.model at `micro_batch` samples per rank. Expects a
 // validated config.
+// Checkpointed blocks when config.train.activation_checkpointing is blocks.
 SizeTable BuildSizeTable(const RunConfig& config, int64_t micro_batch);
 
 SizeTable MlpSizeTable(const MlpConfig& config, int64_t micro_batch);
-SizeTable GptSizeTable(const GptConfig& config, int64_t micro_batch);
-SizeTable ResnetSizeTable(const ResnetConfig& config, int64_t micro_batch);
+SizeTable GptSizeTable(const GptConfig& config, int64_t micro_batch,
+                       bool checkpoint_blocks = false);
+SizeTable ResnetSizeTable(const ResnetConfig& config, int64_t micro_batch,
+                          bool checkpoint_blocks = false);
 
 }  // namespace memprof

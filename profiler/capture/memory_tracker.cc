@@ -197,8 +197,9 @@ void MemoryTracker::RefuseLocked(int64_t bytes, int64_t limit_bytes,
   const int64_t seq = seq_++;
   if (out_of_memory_.seq >= 0) return;  // the first refusal is the failure
   const PhaseMark& now = marks_.back();
-  out_of_memory_ = OutOfMemory{seq,       bytes,    session_current_,
-                               limit_bytes, now.phase, now.step, by_system};
+  out_of_memory_ =
+      OutOfMemory{seq,       bytes,    session_current_, limit_bytes,
+                  now.phase, now.step, by_system};
   if (now.phase == Phase::kForward) {
     ResolvePendingSinceLocked(now.seq, Category::kActivations);
   }
@@ -238,6 +239,11 @@ int64_t MemoryTracker::SetPhase(Phase phase, int32_t step) {
   const int64_t time_ns = NanosecondsSince(begin_time_);
   std::lock_guard<SpinLock> guard(lock_);
   marks_.push_back(PhaseMark{seq_, phase, step, time_ns});
+  return seq_;
+}
+
+int64_t MemoryTracker::NextSeq() const {
+  std::lock_guard<SpinLock> guard(lock_);
   return seq_;
 }
 

@@ -144,6 +144,8 @@ class MemoryTracker {
   void BeginSession();
   // Returns the seq at which the phase begins.
   int64_t SetPhase(Phase phase, int32_t step);
+  // The seq the next event takes.
+  int64_t NextSeq() const;
   // The session's live bytes may not exceed `bytes` (0: no limit). Kept
   // across sessions until set again.
   void SetMemoryLimit(int64_t bytes);

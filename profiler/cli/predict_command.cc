@@ -22,6 +22,8 @@ const char* KindName(RowKind kind) {
       return "buffer";
     case RowKind::kSaved:
       return "saved";
+    case RowKind::kRecomputed:
+      return "recomputed";
     case RowKind::kInput:
       return "input";
     case RowKind::kWorkspace:

@@ -13,6 +13,10 @@ class Sequence {
     std::vector<uint64_t> blocks;
     for (const SizeRow& row : table.rows) {
       if (row.kind != kind || row.Bytes() == 0) continue;
+      // Early in backward only (a checkpointed block's are not replayed).
+      if (kind == RowKind::kWorkspace && row.block != SizeRow::kEveryBlock) {
+        continue;
+      }
       for (int i = 0; i < copies; ++i) blocks.push_back(Alloc(row.Bytes()));
     }
     return blocks;

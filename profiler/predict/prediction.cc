@@ -35,6 +35,29 @@ class Sizes {
     }
     return sum;
   }
+  // The workspace early in backward, or in checkpointed block `block`'s.
+  int64_t Workspace(int32_t block = SizeRow::kEveryBlock) const {
+    int64_t sum = 0;
+    for (const SizeRow& row : table_.rows) {
+      if (row.kind == RowKind::kWorkspace && row.block == block) {
+        sum += Of(row.Bytes());
+      }
+    }
+    return sum;
+  }
+  // Activations in the backward of checkpointed block `block`, just after
+  // its rerun (Note [Checkpointed activations]): the kSaved rows still held
+  // and the block's kRecomputed rows.
+  int64_t InBackwardOf(int32_t block) const {
+    int64_t sum = 0;
+    for (const SizeRow& row : table_.rows) {
+      if ((row.kind == RowKind::kSaved && row.block <= block) ||
+          (row.kind == RowKind::kRecomputed && row.block == block)) {
+        sum += Of(row.Bytes());
+      }
+    }
+    return sum;
+  }
   // The steady state's buckets, as the Reducer rebuilds them.
   int64_t Buckets(const RunConfig& config) const {
     int64_t sum = 0;
@@ -134,8 +157,7 @@ Prediction Predict(const RunConfig& config, int rank) {
   p.early_backward.bytes = state;
   p.early_backward.bytes[Index(Category::kActivations)] =
       sizes.Sum(RowKind::kSaved);
-  p.early_backward.bytes[Index(Category::kTemporaries)] =
-      sizes.Sum(RowKind::kWorkspace);
+  p.early_backward.bytes[Index(Category::kTemporaries)] = sizes.Workspace();
 
   // Adam's step: denom = exp_avg_sq.sqrt() / sqrt(bias_correction2) makes
   // two temporaries the size of the parameter, live together; the largest
@@ -163,8 +185,32 @@ Prediction Predict(const RunConfig& config, int rank) {
   p.zero.stage3_bytes = shard(w) + shard(g) + shard(o);
   p.zero.duplicated_bytes = (n - 1) * (w + g + o);
 
+  // Checkpointed blocks: each block's backward, just after its rerun; the
+  // one with the most activations (the first rerun, for GPT).
+  if (t.blocks > 0) {
+    auto live = [&sizes](int32_t block) {
+      return sizes.InBackwardOf(block) + sizes.Workspace(block);
+    };
+    int32_t busiest = 0;
+    for (int32_t block = 1; block < t.blocks; ++block) {
+      if (live(block) > live(busiest)) busiest = block;
+    }
+    p.recompute.phase = Phase::kBackward;
+    p.recompute.what = "backward of checkpointed block " +
+                       std::to_string(busiest) +
+                       ", just after its rerun: the blocks' inputs held "
+                       "until then, the block's saved tensors and its "
+                       "backward's workspace rows";
+    p.recompute.bytes = state;
+    p.recompute.bytes[Index(Category::kActivations)] =
+        sizes.InBackwardOf(busiest);
+    p.recompute.bytes[Index(Category::kTemporaries)] = sizes.Workspace(busiest);
+  }
+
   p.bytes = state;
-  p.bytes[Index(Category::kActivations)] = sizes.Sum(RowKind::kSaved);
+  p.bytes[Index(Category::kActivations)] =
+      std::max(sizes.Sum(RowKind::kSaved),
+               p.recompute.bytes[Index(Category::kActivations)]);
   p.bytes[Index(Category::kTemporaries)] =
       p.Peak().bytes[Index(Category::kTemporaries)];
   return p;

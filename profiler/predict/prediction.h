@@ -48,12 +48,18 @@ struct Prediction {
   // Model state (weights, gradients, optimizer state, DDP buckets) per
   // parameter, in bytes.
   double model_state_bytes_per_parameter = 0;
-  // The steady-state peak: the larger of the two moments.
+  // The steady-state peak: the largest of the moments.
   PredictedMoment early_backward;  // every saved tensor, the workspace rows
   PredictedMoment optimizer_step;  // the optimizer's workspace
+  // With checkpointed blocks, the backward of the block whose rerun leaves
+  // the most activations (Note [Checkpointed activations]); all zero
+  // without.
+  PredictedMoment recompute;
   const PredictedMoment& Peak() const {
-    return optimizer_step.Total() > early_backward.Total() ? optimizer_step
-                                                           : early_backward;
+    const PredictedMoment* peak = &early_backward;
+    if (optimizer_step.Total() > peak->Total()) peak = &optimizer_step;
+    if (recompute.Total() > peak->Total()) peak = &recompute;
+    return *peak;
   }
   ZeroPricing zero;
   // ddp.zero_stage 1: the partition (Note [ZeRO-1 partition]): each

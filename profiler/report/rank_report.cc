@@ -44,6 +44,13 @@ Json ZeroJson(const std::optional<ZeroFigures>& zero) {
                zero->replicated_optimizer_state_bytes}};
 }
 
+Json CheckpointingJson(const std::optional<CheckpointingFigures>& c) {
+  if (!c) return nullptr;
+  return Json{{"mode", c->mode},
+              {"held_bytes", c->held_bytes},
+              {"predicted_held_bytes", c->predicted_held_bytes}};
+}
+
 Json StepJson(const StepReport& s) {
   return Json{{"step", s.step},
               {"steady_state", s.steady_state},
@@ -51,6 +58,7 @@ Json StepJson(const StepReport& s) {
               {"seconds", s.seconds},
               {"comm_seconds", s.comm_seconds},
               {"exchange_seconds", s.exchange_seconds},
+              {"recompute_seconds", s.recompute_seconds},
               {"loss", s.loss},
               {"peak_bytes", s.peak_bytes},
               {"peak_phase", PhaseName(s.peak_phase)},
@@ -242,6 +250,7 @@ Json ToJson(const RankReport& r) {
       {"cuda_replay", CudaReplayJson(r.cuda_replay)},
       {"cuda_run", CudaRunJson(r.cuda_run)},
       {"zero", ZeroJson(r.zero)},
+      {"checkpointing", CheckpointingJson(r.checkpointing)},
   };
 }
 

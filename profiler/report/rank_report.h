@@ -86,6 +86,16 @@ struct ZeroFigures {
   int64_t replicated_optimizer_state_bytes = 0;
 };
 
+// train.activation_checkpointing blocks (Note [Checkpointed activations]):
+// the activations forward leaves for backward, measured and predicted; the
+// activations' peak, a block's rerun included, is categories.activations.
+struct CheckpointingFigures {
+  std::string mode = "blocks";
+  // Activations live when backward starts, in the steady-state peak's step.
+  int64_t held_bytes = 0;
+  int64_t predicted_held_bytes = 0;  // the table's kSaved rows
+};
+
 struct StepReport {
   int step = 0;  // 1..K
   bool steady_state = false;
@@ -94,6 +104,9 @@ struct StepReport {
   double comm_seconds = 0;  // in all-reduces (Note [Communication time])
   // ZeRO-1's parameter exchange (Note [Parameter exchange]); 0 at stage 0.
   double exchange_seconds = 0;
+  // Checkpointed blocks' reruns inside backward (since memprof.rank/1.5);
+  // 0 without activation checkpointing.
+  double recompute_seconds = 0;
   double loss = 0;
   int64_t peak_bytes = 0;
   Phase peak_phase = Phase::kIdle;
@@ -194,6 +207,9 @@ struct RankReport {
   // zero (since memprof.rank/1.3): ddp.zero_stage 1's partition. Absent at
   // stage 0.
   std::optional<ZeroFigures> zero;
+  // checkpointing (since memprof.rank/1.5): activation checkpointing's
+  // figures. Absent without it.
+  std::optional<CheckpointingFigures> checkpointing;
 
   const CategoryFigures& Of(Category c) const { return categories[Index(c)]; }
 };

@@ -53,6 +53,16 @@ class RankReportReader {
         zero != doc.end() && !zero->is_null()) {
       out.zero = Zero(r_.Object(doc, "", "zero"), out.context.world_size);
     }
+    if (const auto c = doc.find("checkpointing");  // since 1.5
+        c != doc.end() && !c->is_null()) {
+      const Json& object = r_.Object(doc, "", "checkpointing");
+      CheckpointingFigures figures;
+      figures.mode = r_.String(object, "checkpointing", "mode");
+      figures.held_bytes = r_.Bytes(object, "checkpointing", "held_bytes");
+      figures.predicted_held_bytes =
+          r_.Bytes(object, "checkpointing", "predicted_held_bytes");
+      out.checkpointing = figures;
+    }
     return out;
   }
 
@@ -295,6 +305,9 @@ std::vector<StepReport> RankReportReader::Steps(const Json& steps) const {
     });
     step.exchange_seconds = Optional(s, "exchange_seconds", 0.0, [&] {
       return r_.Number(s, where, "exchange_seconds");
+    });
+    step.recompute_seconds = Optional(s, "recompute_seconds", 0.0, [&] {
+      return r_.Number(s, where, "recompute_seconds");
     });
     step.loss = r_.Number(s, where, "loss");
     step.peak_bytes = r_.Bytes(s, where, "peak_bytes");

@@ -144,6 +144,9 @@ ReportTable CategoriesTable(const RunView& view) {
   }
   peak.push_back("");
   table.rows.push_back(peak);
+  if (first.checkpointing) {
+    table.notes.push_back(CheckpointingSentence(view.ranks) + ".");
+  }
   table.notes.push_back(
       "bytes/P: bytes per parameter on rank " +
       std::to_string(first.context.rank) +
@@ -294,12 +297,12 @@ std::string OutOfMemoryMessage(const OutOfMemoryFigures& oom) {
          ": tried to allocate " + HumanBytes(oom.requested_bytes) + " with " +
          HumanBytes(oom.live_bytes) + " (" + std::to_string(oom.live_bytes) +
          " B) live" +
-         (oom.by_system ? ", and the system could not serve it (this machine "
-                          "has " +
-                              HumanBytes(oom.limit_bytes) + " of memory)"
-                        : " of the " + HumanBytes(oom.limit_bytes) + " (" +
-                              std::to_string(oom.limit_bytes) +
-                              " B) --memory-limit");
+         (oom.by_system
+              ? ", and the system could not serve it (this machine "
+                "has " +
+                    HumanBytes(oom.limit_bytes) + " of memory)"
+              : " of the " + HumanBytes(oom.limit_bytes) + " (" +
+                    std::to_string(oom.limit_bytes) + " B) --memory-limit");
 }
 
 std::string OutOfMemorySentence(const OutOfMemoryFigures& oom) {

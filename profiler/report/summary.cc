@@ -173,6 +173,38 @@ std::string ZeroSentence(const std::vector<RankReport>& ranks) {
   return line;
 }
 
+std::string CheckpointingSentence(const std::vector<RankReport>& ranks) {
+  const RankReport& first = ranks.front();
+  int64_t held = 0, peak = 0;
+  std::vector<double> recompute, step;
+  for (const RankReport& rank : ranks) {
+    held = std::max(held, rank.checkpointing->held_bytes);
+    peak = std::max(peak, rank.Of(Category::kActivations).peak_bytes);
+    for (const StepReport& s : rank.steps) {
+      if (!s.steady_state) continue;
+      recompute.push_back(s.recompute_seconds);
+      step.push_back(s.seconds);
+    }
+  }
+  std::string line =
+      "activation checkpointing (" + first.checkpointing->mode +
+      "): activations " + HumanBytes(held) +
+      " held from forward into backward (predicted " +
+      HumanBytes(first.checkpointing->predicted_held_bytes) + "), " +
+      HumanBytes(peak) + " at most with a block rerun in backward (predicted " +
+      HumanBytes(first.Of(Category::kActivations).predicted_bytes) + ")";
+  if (!recompute.empty()) {
+    char figures[96];
+    std::snprintf(figures, sizeof figures,
+                  "; the reruns take %.3f ms per step (%.1f%% of the step, "
+                  "median)",
+                  1e3 * Median(recompute),
+                  100 * Median(recompute) / Median(step));
+    line += figures;
+  }
+  return line;
+}
+
 Json SummaryJson(const std::vector<RankReport>& ranks) {
   Json per_rank = Json::array();
   for (const RankReport& rank : ranks) {
@@ -281,6 +313,7 @@ std::string FormatSummaryTable(const std::vector<RankReport>& ranks) {
     out << "redundancy: " << RedundancySentence(entry, world) << "\n";
   }
   if (first.zero) out << ZeroSentence(ranks) << "\n";
+  if (first.checkpointing) out << CheckpointingSentence(ranks) << "\n";
   if (first.cuda_replay) {
     out << "on a GPU (rank 0): " << CudaReplaySentence(*first.cuda_replay)
         << "\n";

@@ -39,6 +39,11 @@ std::string Words(std::string name);
 // per rank against plain replication, the partition, and what the
 // parameter exchange adds to a step.
 std::string ZeroSentence(const std::vector<RankReport>& ranks);
+// "activation checkpointing (blocks): ..." when the ranks' reports have
+// checkpointing figures: the activations held from forward into backward
+// and their peak with a block rerun, measured and predicted, and the
+// reruns' share of the step.
+std::string CheckpointingSentence(const std::vector<RankReport>& ranks);
 std::string RedundancySentence(const RedundancyFigures& entry,
                                int64_t world_size);
 

@@ -65,6 +65,25 @@ std::optional<ZeroFigures> ZeroOf(const RankRun& run) {
   return z;
 }
 
+// Activations at the start of backward in the steady-state peak's step
+// (Note [Checkpointed activations]).
+std::optional<CheckpointingFigures> CheckpointingOf(const RankRun& run) {
+  if (run.config.train.activation_checkpointing == "none") return std::nullopt;
+  CheckpointingFigures c;
+  c.mode = run.config.train.activation_checkpointing;
+  for (const Segment& s : run.analysis.segments) {
+    if (s.step == run.analysis.steady_peak.step &&
+        s.phase == Phase::kBackward) {
+      c.held_bytes = s.begin_bytes[Index(Category::kActivations)];
+      break;
+    }
+  }
+  for (const SizeRow& row : run.prediction.table.rows) {
+    if (row.kind == RowKind::kSaved) c.predicted_held_bytes += row.Bytes();
+  }
+  return c;
+}
+
 std::vector<StepReport> StepsOf(const RankRun& run) {
   const Analysis& a = run.analysis;
   std::vector<StepReport> steps;
@@ -77,6 +96,7 @@ std::vector<StepReport> StepsOf(const RankRun& run) {
     step.seconds = record.seconds;
     step.comm_seconds = record.comm_seconds;
     step.exchange_seconds = record.exchange_seconds;
+    step.recompute_seconds = record.recompute_seconds;
     step.loss = record.loss;
     step.peak_bytes = s.peak.total_bytes;
     step.peak_phase = s.peak.phase;
@@ -169,6 +189,7 @@ RankReport ReportOf(const RankRun& run) {
            run.config.ddp.gradient_as_bucket_view};
   r.redundancy = RedundancyOf(run);
   r.zero = ZeroOf(run);
+  r.checkpointing = CheckpointingOf(run);
   r.out_of_memory = OutOfMemoryOf(run);
   r.timeline = TimelineOf(a);
   r.series = SeriesOf(a);

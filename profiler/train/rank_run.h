@@ -23,6 +23,9 @@ struct StepRecord {
   // ZeRO-1's parameter exchange after the optimizer step (Note [Parameter
   // exchange]); 0 at stage 0.
   double exchange_seconds = 0;
+  // Checkpointed blocks' reruns inside backward (Note [Recomputed
+  // activations] in trainer.cc); 0 without activation checkpointing.
+  double recompute_seconds = 0;
   double loss = 0;
   bool completed = true;  // false: cut short by out-of-memory
 };

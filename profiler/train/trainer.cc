@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 #include <valgrind/callgrind.h>
 
+#include "models/checkpoint.h"
 #include "models/model.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/zero_partition.h"
@@ -81,7 +82,7 @@ int64_t CountElements(const std::vector<torch::Tensor>& tensors) {
 
 // One rank's run, phase by phase. The objects that hold memory are members
 // so that what they hold is still live when the session ends.
-class RankTrainer {
+class RankTrainer final : public RecomputeObserver {
  public:
   RankTrainer(const RunConfig& config, ProcessGroup& group, CudaSession* cuda,
               int cuda_device)
@@ -106,6 +107,33 @@ class RankTrainer {
     run_.config = config;
     run_.micro_batch = MicroBatch(config);
     run_.prediction = Predict(config, group.rank());
+    SetRecomputeObserver(this);
+  }
+  ~RankTrainer() override { SetRecomputeObserver(nullptr); }
+  RankTrainer(const RankTrainer&) = delete;
+  RankTrainer& operator=(const RankTrainer&) = delete;
+
+  // Note [Recomputed activations]
+  // With activation checkpointing a block's saved tensors are made twice:
+  // in forward without autograd (freed at once: temporaries) and in
+  // backward, when the block reruns its forward just before its own
+  // backward (models/checkpoint.h). What the rerun leaves live is what the
+  // block's backward needs, the same tensors a plain forward saves: they
+  // are activations, resolved as the forward's are, by the phase rule from
+  // the rerun's first seq; they die during the block's backward. The rerun
+  // runs on the thread running backward (on the CPU, the loop's thread)
+  // while the loop waits in backward(), so these calls never overlap the
+  // loop's own marks. Its time is the step's recompute_seconds.
+  void BeginRecompute() override {
+    recompute_from_seq_ = tracker_.NextSeq();
+    recompute_start_ = std::chrono::steady_clock::now();
+  }
+  void EndRecompute() override {
+    tracker_.ResolvePendingSince(recompute_from_seq_, Category::kActivations);
+    recompute_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                      recompute_start_)
+            .count();
   }
 
   // Model, DDP and optimizer (phases model_init, ddp_init).
@@ -150,6 +178,8 @@ class RankTrainer {
     record.comm_seconds = ddp_->CommSecondsBetween(start, end);
     record.exchange_seconds = exchange_seconds_;
     exchange_seconds_ = 0;
+    record.recompute_seconds = recompute_seconds_;
+    recompute_seconds_ = 0;
     run_.step_records.push_back(record);
     if (cuda_ != nullptr && record.completed &&
         (step == 1 || step == config_.train.steps)) {
@@ -324,6 +354,10 @@ class RankTrainer {
   OwnershipMisses misses_;
   int32_t last_one_time_step_ = 1;
   double exchange_seconds_ = 0;  // this step's (Note [Parameter exchange])
+  // Note [Recomputed activations]
+  int64_t recompute_from_seq_ = 0;
+  std::chrono::steady_clock::time_point recompute_start_;
+  double recompute_seconds_ = 0;  // this step's
   std::unique_ptr<TrainableModel> model_;
   std::vector<torch::Tensor> params_;
   std::unique_ptr<DdpEngine> ddp_;

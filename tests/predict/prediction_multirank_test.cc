@@ -1,6 +1,6 @@
 // Two ranks through the launcher: every rank meets its prediction, for each
 // CI-sized model at micro-batches 1, 2 and 5, and with the gradients as
-// bucket views.
+// bucket views and with checkpointed blocks.
 #include <filesystem>
 #include <fstream>
 
@@ -27,6 +27,8 @@ void PrintTo(const TwoRankCase& c, std::ostream* os) {
 }
 
 class TwoRankPrediction : public ::testing::TestWithParam<TwoRankCase> {};
+
+constexpr const char* kCheckpointed = "--train.activation_checkpointing blocks";
 
 TEST_P(TwoRankPrediction, EveryRankMeetsItsPrediction) {
   const TwoRankCase& c = GetParam();
@@ -57,11 +59,19 @@ INSTANTIATE_TEST_SUITE_P(
         TwoRankCase{"gpt-tiny", 2, ""}, TwoRankCase{"gpt-tiny", 5, ""},
         TwoRankCase{"resnet-tiny", 1, ""}, TwoRankCase{"resnet-tiny", 2, ""},
         TwoRankCase{"resnet-tiny", 5, ""},
-        TwoRankCase{"gpt-tiny", 3, "--ddp.gradient_as_bucket_view true"}),
+        TwoRankCase{"gpt-tiny", 3, "--ddp.gradient_as_bucket_view true"},
+        TwoRankCase{"gpt-tiny", 1, kCheckpointed},
+        TwoRankCase{"gpt-tiny", 2, kCheckpointed},
+        TwoRankCase{"gpt-tiny", 5, kCheckpointed},
+        TwoRankCase{"resnet-tiny", 1, kCheckpointed},
+        TwoRankCase{"resnet-tiny", 2, kCheckpointed},
+        TwoRankCase{"resnet-tiny", 5, kCheckpointed}),
     [](const ::testing::TestParamInfo<TwoRankCase>& info) {
       std::string name = info.param.preset + "_b" +
                          std::to_string(info.param.micro_batch) +
-                         (info.param.extra.empty() ? "" : "_bucket_view");
+                         (info.param.extra.empty()            ? ""
+                          : info.param.extra == kCheckpointed ? "_checkpointed"
+                                                              : "_bucket_view");
       for (char& ch : name) {
         if (ch == '-') ch = '_';
       }
