@@ -149,6 +149,26 @@ TEST_F(ConfigCliTest, MomentumIsSgdsAndBelowOne) {
             0.9);
 }
 
+TEST_F(ConfigCliTest, ActivationCheckpointingNeedsAKnownModeAndBlocks) {
+  const std::string path = Write(
+      "ckpt.ini", "model = gpt\n[train]\nactivation_checkpointing = layers\n");
+  const std::string unknown = ErrorOf({"--config", path});
+  EXPECT_NE(unknown.find(path + ":3"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("unknown train.activation_checkpointing 'layers'; "
+                         "known: none, blocks"),
+            std::string::npos)
+      << unknown;
+  const std::string mlp =
+      ErrorOf({"--train.activation_checkpointing", "blocks"});
+  EXPECT_NE(mlp.find("--train.activation_checkpointing"), std::string::npos)
+      << mlp;
+  EXPECT_NE(mlp.find("mlp has none"), std::string::npos) << mlp;
+  EXPECT_EQ(ParseProfileArgs({"--config", path,
+                              "--train.activation_checkpointing", "blocks"})
+                .config.train.activation_checkpointing,
+            "blocks");
+}
+
 TEST_F(ConfigCliTest, AStrayArgumentAndTwoBatchSizesAreRefused) {
   const std::string stray = ErrorOf({"stray", "--steps", "2"});
   EXPECT_NE(stray.find("unexpected argument 'stray'"), std::string::npos)

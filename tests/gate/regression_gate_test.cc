@@ -132,14 +132,41 @@ TEST_F(RegressionGateTest, ProfileCheckPassesOnTheCommittedZeroOneBaseline) {
   const Json check = Read(Path("c.json"));
   EXPECT_EQ(check["result"], "ok");
   // The ranks hold different optimizer state, each gated to the byte.
-  EXPECT_NE(Row(check, "optimizer_state", "peak_bytes", 0)["now"],
-            Row(check, "optimizer_state", "peak_bytes", 1)["now"]);
+  EXPECT_NE(Row(check, "optimizer_state", "peak_bytes", 0)["now_bytes"],
+            Row(check, "optimizer_state", "peak_bytes", 1)["now_bytes"]);
   // Plain DDP against it: another config, refused before training.
   const CommandResult plain = RunMemprof(
       std::string("profile --config ") + kTiny + " --world-size 2 --out " +
       Path("plain") + " --check " + kBaselines + "/mlp-tiny-ws2-zero1.json");
   EXPECT_EQ(plain.exit_code, 2) << plain.output;
   EXPECT_NE(plain.output.find("config.ddp.zero_stage: baseline 1, run 0"),
+            std::string::npos)
+      << plain.output;
+}
+
+// Checkpointed gpt-tiny: every figure gated, the activations held lower
+// than a plain run's; the plain run is another config, refused before it
+// trains.
+TEST_F(RegressionGateTest, ProfileCheckPassesOnTheCommittedCheckpointedGpt) {
+  const std::string gpt = MEMPROF_SOURCE_DIR "/configs/gpt-tiny.ini";
+  const std::string baseline =
+      std::string(kBaselines) + "/gpt-tiny-ws1-checkpointed.json";
+  const CommandResult r = RunMemprof(
+      "profile --config " + gpt +
+      " --train.activation_checkpointing blocks --out " + Path("run") +
+      " --check " + baseline + " --json " + Path("c.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("0 regressed"), std::string::npos) << r.output;
+  const Json check = Read(Path("c.json"));
+  EXPECT_EQ(check["result"], "ok");
+  EXPECT_EQ(Row(check, "activations", "peak_bytes", 0)["now_bytes"],
+            Row(check, "activations", "peak_bytes", 0)["baseline_bytes"]);
+  const CommandResult plain =
+      RunMemprof("profile --config " + gpt + " --out " + Path("plain") +
+                 " --check " + baseline);
+  EXPECT_EQ(plain.exit_code, 2) << plain.output;
+  EXPECT_NE(plain.output.find("config.train.activation_checkpointing: "
+                              "baseline \"blocks\", run \"none\""),
             std::string::npos)
       << plain.output;
 }

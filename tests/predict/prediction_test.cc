@@ -65,6 +65,35 @@ TEST(SizeTable, GptActivationsAreTheReadmeFormula) {
   }
 }
 
+// Note [Checkpointed activations]: forward keeps one [B, T, d] input per
+// block besides the rows outside the blocks; each rerun saves what a plain
+// block saves (its input is the kept one, its output is new).
+TEST(SizeTable, CheckpointedGptKeepsOneInputPerBlock) {
+  for (int64_t b : {1, 2, 5}) {
+    for (const GptConfig& c :
+         {GptConfig{2, 64, 4, 32, 256, 0}, GptConfig{5, 96, 3, 40, 77, 0.1},
+          GptConfig{12, 768, 12, 1024, 50257, 0}}) {
+      const int64_t T = c.seq_len, d = c.d_model, V = c.vocab;
+      const SizeTable plain = GptSizeTable(c, b);
+      const SizeTable checkpointed = GptSizeTable(c, b, true);
+      const int64_t inputs = c.layers * 4 * b * T * d;
+      const int64_t embedding_noise = c.dropout > 0 ? 4 * b * T * d : 0;
+      // positions, mask, (noise), the inputs, ln_f's four, log_softmax,
+      // total_weight and the loss.
+      EXPECT_EQ(checkpointed.Bytes(RowKind::kSaved),
+                8 * T + T * T + embedding_noise + inputs +
+                    (8 * b * T * d + 8 * b * T) + 4 * b * T * V + 8)
+          << "B=" << b << " d=" << d;
+      EXPECT_EQ(checkpointed.Bytes(RowKind::kRecomputed),
+                plain.Bytes(RowKind::kSaved) -
+                    checkpointed.Bytes(RowKind::kSaved) + inputs)
+          << "B=" << b << " d=" << d;
+      EXPECT_EQ(checkpointed.blocks, c.layers);
+      EXPECT_EQ(plain.blocks, 0);
+    }
+  }
+}
+
 TEST(SizeTable, GptDropoutAddsItsNoiseAndTheAttentionDropoutOutput) {
   GptConfig c{3, 64, 4, 32, 256, 0};
   const int64_t b = 2, t = c.seq_len, d = c.d_model, h = c.heads;
