@@ -153,6 +153,22 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks) {
     for (int r = 0; r < 5; ++r) t.rows[t.rows.size() - 1 - r].block = i;
   }
 
+  // Late in backward, at the embeddings: the tied wte's two gradients (from
+  // the output projection, waiting in autograd's input buffer, and from
+  // the embedding) and their sum, before it is added into wte.grad, with
+  // wpe's gradient. Only the rows outside the blocks are still saved then.
+  for (const char* name : {"wte gradient from the output projection",
+                           "wte gradient from the embedding", "their sum"}) {
+    t.Add(std::string("embeddings backward: ") + name, RowKind::kWorkspace,
+          {c.vocab, d}, "[V, d]");
+    t.rows.back().block = SizeRow::kNoBlock;
+  }
+  t.Add("embeddings backward: wpe gradient", RowKind::kWorkspace, {T, d},
+        "[T, d]");
+  t.rows.back().block = SizeRow::kNoBlock;
+  t.Add("embeddings backward: loss gradient", RowKind::kWorkspace, {}, "[]");
+  t.rows.back().block = SizeRow::kNoBlock;
+
   t.Add("token ids", RowKind::kInput, {b, T}, "[B, T]", Dtype::kInt64);
   t.Add("targets", RowKind::kInput, {b, T}, "[B, T]", Dtype::kInt64);
   return t;

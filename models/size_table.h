@@ -37,7 +37,8 @@ enum class RowKind : uint8_t {
   kInput,  // the batch: inputs
   // Transient at a predicted backward peak: temporaries. SizeRow::block
   // kEveryBlock: early in backward; a block: in that checkpointed block's
-  // backward, just after its rerun.
+  // backward, just after its rerun; kNoBlock: late in backward, after
+  // every block's.
   kWorkspace,
 };
 

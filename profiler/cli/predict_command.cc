@@ -39,6 +39,18 @@ Json MomentJson(const PredictedMoment& m) {
               {"breakdown", BreakdownJson(m.bytes)}};
 }
 
+// The candidate moments the table has: early backward and the optimizer
+// step always, a checkpointed block's backward and late backward when the
+// table has rows for them.
+Json Moments(const Prediction& p) {
+  Json moments = Json::array();
+  for (const PredictedMoment* m :
+       {&p.early_backward, &p.optimizer_step, &p.recompute, &p.late_backward}) {
+    if (m->phase != Phase::kIdle) moments.push_back(MomentJson(*m));
+  }
+  return moments;
+}
+
 // "21.1 GB (19.6 GiB)": decimal units too, as model sizes are quoted.
 std::string BothUnits(int64_t bytes) {
   if (bytes < 1000000000) return HumanBytes(bytes);
@@ -85,6 +97,13 @@ std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
                  ? "0: gradient_as_bucket_view, the gradients are the buckets"
                  : "4P: Reducer's flat buckets, x1";
     case Category::kActivations:
+      if (t.blocks > 0) {
+        return "checkpointed: " + HumanBytes(t.Bytes(RowKind::kSaved)) +
+               " held from forward (" + rows(RowKind::kSaved) +
+               " tensors, one input per block), at most " +
+               HumanBytes(p.bytes[Index(Category::kActivations)]) +
+               " with a block's rerun (README \"Prediction\")";
+      }
       return rows(RowKind::kSaved) + " saved tensors at micro-batch " +
              std::to_string(p.micro_batch) + " (README \"Prediction\")";
     case Category::kInputs:
@@ -148,8 +167,7 @@ Json ToJson(const Prediction& p, const RunConfig& config) {
       {"buffer_bytes", p.buffer_bytes},
       {"categories", categories},
       {"peak", MomentJson(p.Peak())},
-      {"moments", Json::array({MomentJson(p.early_backward),
-                               MomentJson(p.optimizer_step)})},
+      {"moments", Moments(p)},
       {"model_state",
        {{"bytes_per_rank", state},
         {"bytes_per_parameter", p.model_state_bytes_per_parameter},

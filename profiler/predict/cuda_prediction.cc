@@ -13,11 +13,18 @@ class Sequence {
     std::vector<uint64_t> blocks;
     for (const SizeRow& row : table.rows) {
       if (row.kind != kind || row.Bytes() == 0) continue;
-      // Early in backward only (a checkpointed block's are not replayed).
-      if (kind == RowKind::kWorkspace && row.block != SizeRow::kEveryBlock) {
-        continue;
-      }
       for (int i = 0; i < copies; ++i) blocks.push_back(Alloc(row.Bytes()));
+    }
+    return blocks;
+  }
+  // The rows of `kind` whose SizeRow::block is `block` (or, !is, is not).
+  std::vector<uint64_t> AllocRowsOf(const SizeTable& table, RowKind kind,
+                                    int32_t block, bool is = true) {
+    std::vector<uint64_t> blocks;
+    for (const SizeRow& row : table.rows) {
+      if (row.kind != kind || row.Bytes() == 0) continue;
+      if ((row.block == block) != is) continue;
+      blocks.push_back(Alloc(row.Bytes()));
     }
     return blocks;
   }
@@ -45,7 +52,7 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
   s.AllocRows(table, RowKind::kBuffer);
   std::vector<uint64_t> bucket{s.Alloc(param_bytes)};
   std::vector<uint64_t> gradients, state;
-  CudaAllocatorFigures early_backward, optimizer_step;
+  CudaAllocatorFigures early_backward, late_backward, optimizer_step;
   for (int step = 1; step <= 2; ++step) {
     if (step == 2) {
       s.Free(bucket);
@@ -55,15 +62,25 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
       }
     }
     const std::vector<uint64_t> inputs = s.AllocRows(table, RowKind::kInput);
-    const std::vector<uint64_t> saved = s.AllocRows(table, RowKind::kSaved);
+    // Saved until the end of backward, and the rest of the saved rows.
+    const std::vector<uint64_t> held =
+        s.AllocRowsOf(table, RowKind::kSaved, SizeRow::kEveryBlock);
+    const std::vector<uint64_t> saved =
+        s.AllocRowsOf(table, RowKind::kSaved, SizeRow::kEveryBlock, false);
     const std::vector<uint64_t> workspace =
-        s.AllocRows(table, RowKind::kWorkspace);
+        s.AllocRowsOf(table, RowKind::kWorkspace, SizeRow::kEveryBlock);
     if (step == 1 && own_gradients) {
       gradients = s.AllocRows(table, RowKind::kParameter);
     }
     early_backward = s.model().now();
     s.Free(saved);
     s.Free(workspace);
+    // Late in backward (a checkpointed block's rerun is not replayed).
+    const std::vector<uint64_t> late =
+        s.AllocRowsOf(table, RowKind::kWorkspace, SizeRow::kNoBlock);
+    late_backward = s.model().now();
+    s.Free(late);
+    s.Free(held);
     // The loss, a scalar that outlives backward (the prediction's optimizer
     // moment counts it as the activations left).
     const std::vector<uint64_t> loss{s.Alloc(4)};
@@ -75,8 +92,10 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
     s.Free(loss);
     s.Free(inputs);
   }
-  const bool optimizer_peak = &p.Peak() == &p.optimizer_step;
-  return {optimizer_peak ? optimizer_step : early_backward,
+  const PredictedMoment& peak = p.Peak();
+  return {&peak == &p.optimizer_step  ? optimizer_step
+          : &peak == &p.late_backward ? late_backward
+                                      : early_backward,
           s.model().peak_reserved()};
 }
 

@@ -207,6 +207,19 @@ Prediction Predict(const RunConfig& config, int rank) {
     p.recompute.bytes[Index(Category::kTemporaries)] = sizes.Workspace(busiest);
   }
 
+  // Late in backward: the rows outside the blocks still saved, and the
+  // late workspace rows.
+  if (sizes.Workspace(SizeRow::kNoBlock) > 0) {
+    p.late_backward.phase = Phase::kBackward;
+    p.late_backward.what =
+        "late in backward, after every block's: the late workspace rows";
+    p.late_backward.bytes = state;
+    p.late_backward.bytes[Index(Category::kActivations)] =
+        sizes.InBackwardOf(SizeRow::kEveryBlock);
+    p.late_backward.bytes[Index(Category::kTemporaries)] =
+        sizes.Workspace(SizeRow::kNoBlock);
+  }
+
   p.bytes = state;
   p.bytes[Index(Category::kActivations)] =
       std::max(sizes.Sum(RowKind::kSaved),

@@ -55,10 +55,15 @@ struct Prediction {
   // the most activations (Note [Checkpointed activations]); all zero
   // without.
   PredictedMoment recompute;
+  // Late in backward, after every block's, when the table has workspace
+  // rows for it (GPT's embeddings); all zero otherwise.
+  PredictedMoment late_backward;
   const PredictedMoment& Peak() const {
     const PredictedMoment* peak = &early_backward;
-    if (optimizer_step.Total() > peak->Total()) peak = &optimizer_step;
-    if (recompute.Total() > peak->Total()) peak = &recompute;
+    for (const PredictedMoment* m :
+         {&optimizer_step, &recompute, &late_backward}) {
+      if (m->Total() > peak->Total()) peak = m;
+    }
     return *peak;
   }
   ZeroPricing zero;

@@ -40,8 +40,8 @@ void CollectKeys(const Json& node, std::set<std::string>& keys) {
 
 // What the writer emits, with every optional part present: an
 // out-of-memory object, the CUDA replay, a GPU run's section (with a
-// self-check, a moment and the allocator's refusal), ZeRO-1's partition
-// and each model's config section.
+// self-check, a moment and the allocator's refusal), ZeRO-1's partition,
+// activation checkpointing's figures and each model's config section.
 std::set<std::string> EmittedKeys() {
   RankReport report = ReadRankReport(kFixture);
   report.out_of_memory = OutOfMemoryFigures{};
@@ -51,6 +51,7 @@ std::set<std::string> EmittedKeys() {
   report.cuda_run->moments.push_back(CudaMoment{"cuda_context", 1, 0, 0});
   report.cuda_run->out_of_memory = true;
   report.zero = ZeroFigures{};
+  report.checkpointing = CheckpointingFigures{};
   std::set<std::string> keys;
   for (const char* model : {"mlp", "gpt", "resnet"}) {
     report.context.config.model = model;
