@@ -1,8 +1,11 @@
 #include "profiler/predict/fit.h"
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 
+#include "models/config_validation.h"
+#include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
 
 namespace memprof {
@@ -34,6 +37,83 @@ int64_t LargestThat(int64_t lo, int64_t cap, const Fits& fits) {
 
 std::string Plural(int64_t n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+// Note [Fit levers]
+std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
+                             int64_t beyond_state) {
+  std::vector<FitLever> levers;
+  const int64_t budget = a.budget_bytes;
+  const int64_t b = a.micro_batch;
+  auto peak_with = [&](RunConfig changed) {
+    changed.train.micro_batch = b;
+    changed.train.global_batch = 0;
+    try {
+      ValidateRunConfig(changed);
+    } catch (const ConfigError&) {
+      return std::numeric_limits<int64_t>::max();
+    }
+    return PredictBusiestRank(changed).Peak().Total();
+  };
+  if (!a.model_state_alone_overflows) {
+    if (a.largest_micro_batch > 0) {
+      const int64_t ranks = (b * a.world_size + a.largest_micro_batch - 1) /
+                            a.largest_micro_batch;
+      levers.push_back(
+          {"a smaller micro-batch per rank (" + std::to_string(ranks) +
+               " ranks keep the global batch)",
+           "--micro-batch " + std::to_string(a.largest_micro_batch) +
+               " --world-size " + std::to_string(ranks),
+           a.largest_peak_bytes});
+    }
+    if (config.model != "mlp" &&
+        config.train.activation_checkpointing == "none") {
+      RunConfig changed = config;
+      changed.train.activation_checkpointing = "blocks";
+      const int64_t peak = peak_with(changed);
+      if (peak <= budget) {
+        levers.push_back({"activation checkpointing",
+                          "--train.activation_checkpointing blocks", peak});
+      }
+    }
+    const bool gpt = config.model == "gpt";
+    if (gpt || config.model == "resnet") {
+      const int64_t now = gpt ? config.gpt.seq_len : config.resnet.resolution;
+      auto at = [&](int64_t size) {
+        RunConfig changed = config;
+        (gpt ? changed.gpt.seq_len : changed.resnet.resolution) = size;
+        return changed;
+      };
+      int64_t smallest = 1;  // the smallest size the model accepts
+      while (smallest < now &&
+             peak_with(at(smallest)) == std::numeric_limits<int64_t>::max()) {
+        ++smallest;
+      }
+      if (smallest < now && peak_with(at(smallest)) <= budget) {
+        const int64_t size = LargestThat(smallest, now - 1, [&](int64_t n) {
+          return peak_with(at(n)) <= budget;
+        });
+        levers.push_back({gpt ? "the longest sequence that fits"
+                              : "the largest resolution that fits",
+                          (gpt ? "--gpt.seq_len " : "--resnet.resolution ") +
+                              std::to_string(size),
+                          peak_with(at(size))});
+      }
+    }
+  }
+  const int64_t stages[] = {0, a.zero.stage1_bytes, a.zero.stage2_bytes,
+                            a.zero.stage3_bytes};
+  for (int k = 1; k <= 3; ++k) {
+    if (a.world_size > 1 && stages[k] + beyond_state <= budget) {
+      levers.push_back({"sharding the model state, ZeRO-" + std::to_string(k) +
+                            " at " + Plural(a.world_size, "rank") +
+                            (k == 1 ? "" : " (priced; memprof runs stage 1)"),
+                        k == 1 ? "--ddp.zero_stage 1" : "",
+                        stages[k] + beyond_state});
+      break;
+    }
+  }
+  return levers;
 }
 
 }  // namespace
@@ -85,6 +165,11 @@ FitAnswer Fit(const RunConfig& config, int64_t budget_bytes) {
   for (int k = 3; k >= 1; --k) {
     a.zero_peak_bytes[k] = stages[k] + beyond_state;
     if (a.zero_peak_bytes[k] <= budget_bytes) a.zero_stage = k;
+  }
+  a.model_state_alone_overflows = a.model_state_bytes > budget_bytes;
+  if (a.verdict != FitVerdict::kFits) {
+    a.levers = Levers(config, a,
+                      a.peak_bytes - ModelStateBytes(requested.Peak().bytes));
   }
   auto zero3_fits = [&](int64_t n) {
     RunConfig at = AtMicroBatch(config, 1);
@@ -197,6 +282,20 @@ std::string FormatFit(const FitAnswer& a, const RunConfig& config) {
       << HumanBytes(a.zero.stage3_bytes) << "; plain replication holds "
       << HumanBytes(a.zero.duplicated_bytes) << " in duplicate)\n"
       << "verdict: " << FitVerdictSentence(a) << "\n";
+  if (a.verdict != FitVerdict::kFits) {
+    if (a.model_state_alone_overflows) {
+      out << "the model state alone, " << HumanBytes(a.model_state_bytes)
+          << " per rank, is over the budget: no data-parallel or activation "
+             "lever can help, only sharding it\n";
+    }
+    out << "levers that fit, in order (each alone; Note [Fit levers]):"
+        << (a.levers.empty() ? " none\n" : "\n");
+    for (const FitLever& lever : a.levers) {
+      out << "  " << lever.what << ": peaks at " << HumanBytes(lever.peak_bytes)
+          << " per rank"
+          << (lever.flags.empty() ? "" : " (" + lever.flags + ")") << "\n";
+    }
+  }
   return out.str();
 }
 

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "profiler/base/run_config.h"
 #include "profiler/predict/prediction.h"
@@ -29,6 +30,22 @@
 namespace memprof {
 
 enum class FitVerdict { kFits, kActivationOverflow, kModelStateOverflow };
+
+// Note [Fit levers]
+// When the requested run does not fit, what would, each change alone from
+// the requested config, in this order: a smaller micro-batch per rank (and
+// the ranks that keep the global batch), activation checkpointing (gpt,
+// resnet), the longest sequence (gpt) or the largest resolution (resnet)
+// that fits at the requested micro-batch, and sharding the model state
+// (ZeRO, stages 1-3 at the run's ranks, each at the requested
+// micro-batch). Only the levers that fit are listed. When the model state
+// alone is over the budget no data-parallel or activation lever can help;
+// only sharding is tried then.
+struct FitLever {
+  std::string what;        // "activation checkpointing"
+  std::string flags;       // "--train.activation_checkpointing blocks"
+  int64_t peak_bytes = 0;  // predicted per rank
+};
 const char* FitVerdictName(FitVerdict verdict);  // "activation-overflow"
 
 struct FitAnswer {
@@ -45,6 +62,9 @@ struct FitAnswer {
   int64_t zero_peak_bytes[4] = {};  // [1..3]: stage k at micro-batch 1
   int zero_stage = 0;               // smallest stage that fits; 0: none
   int64_t zero3_ranks = 0;  // fewest ranks at which ZeRO-3 fits; 0: none
+  // Note [Fit levers]: empty when the requested run fits.
+  std::vector<FitLever> levers;
+  bool model_state_alone_overflows = false;
 };
 
 // The prediction's peak for one rank of `config` at `micro_batch` per rank.

@@ -58,6 +58,62 @@ TEST(Fit, VerdictFollowsTheBudget) {
       << FitVerdictSentence(small);
 }
 
+// Note [Fit levers]: gpt2-small at micro-batch 1 (T = 1024) does not fit
+// 3 GiB, though its model state (2.32 GiB) does: checkpointing and a
+// shorter sequence would, each the longest that does; ZeRO needs ranks.
+TEST(Fit, NamesTheLeversThatFitInOrder) {
+  const std::string gpt2 = MEMPROF_SOURCE_DIR "/configs/gpt2-small.ini";
+  const int64_t budget = int64_t{3} << 30;
+  const FitAnswer a = FitOf(gpt2, budget);
+  ASSERT_NE(a.verdict, FitVerdict::kFits);
+  EXPECT_FALSE(a.model_state_alone_overflows);
+  ASSERT_EQ(a.levers.size(), 2u) << FormatFit(a, RunConfig{});
+  EXPECT_EQ(a.levers[0].flags, "--train.activation_checkpointing blocks");
+  EXPECT_LE(a.levers[0].peak_bytes, budget);
+  const RunConfig checkpointed =
+      ParseFitArgs({"--config", gpt2, "--budget", "1",
+                    "--train.activation_checkpointing", "blocks"})
+          .config;
+  EXPECT_EQ(a.levers[0].peak_bytes, PredictedPeakAt(checkpointed, 1));
+  ASSERT_EQ(a.levers[1].flags.rfind("--gpt.seq_len ", 0), 0u);
+  const std::string t = a.levers[1].flags.substr(14);
+  EXPECT_LE(a.levers[1].peak_bytes, budget);
+  const RunConfig longer =
+      ParseFitArgs({"--config", gpt2, "--budget", "1", "--gpt.seq_len",
+                    std::to_string(std::stoll(t) + 1)})
+          .config;
+  EXPECT_GT(PredictedPeakAt(longer, 1), budget) << "the longest: " << t;
+  EXPECT_NE(FormatFit(a, checkpointed).find("levers that fit, in order"),
+            std::string::npos);
+
+  // At two ranks ZeRO joins them, last; the model state's own overflow
+  // leaves only it.
+  const FitAnswer two = FitOf(gpt2, budget, {"--world-size", "2"});
+  ASSERT_EQ(two.levers.size(), 3u);
+  // ZeRO-1 does not fit there; ZeRO-2 does, at the requested micro-batch.
+  EXPECT_NE(two.levers[2].what.find("ZeRO-2 at 2 ranks"), std::string::npos)
+      << two.levers[2].what;
+  EXPECT_EQ(two.levers[2].peak_bytes,
+            two.zero_peak_bytes[2] - two.peak1_bytes + two.peak_bytes);
+  const FitAnswer tiny_budget =
+      FitOf(gpt2, int64_t{2} << 30, {"--world-size", "8"});
+  EXPECT_TRUE(tiny_budget.model_state_alone_overflows);
+  for (const FitLever& lever : tiny_budget.levers) {
+    EXPECT_NE(lever.what.find("ZeRO-"), std::string::npos) << lever.what;
+  }
+  EXPECT_FALSE(tiny_budget.levers.empty());
+
+  // mlp-tiny, activations over: a smaller micro-batch first, with the ranks
+  // for the same global batch.
+  const FitAnswer roomy = FitOf(kTiny, 1 << 20);
+  EXPECT_TRUE(roomy.levers.empty());
+  const FitAnswer tight = FitOf(kTiny, roomy.peak_bytes - 1);
+  ASSERT_FALSE(tight.levers.empty());
+  EXPECT_EQ(tight.levers[0].flags,
+            "--micro-batch " + std::to_string(tight.largest_micro_batch) +
+                " --world-size 2");
+}
+
 TEST(Fit, ModelStateVerdictDoesNotDependOnTheNumberOfRanks) {
   const int64_t budget = int64_t{80} << 30;
   const FitAnswer one = FitOf(kGpt13, budget, {"--world-size", "1"});
