@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -34,11 +35,36 @@ struct MeasuredRun {
   std::string out_of_memory;  // OutOfMemoryMessage, when it ran out
 };
 
-// Runs one rank at a micro-batch under the budget, once per micro-batch.
+// `words` with "--key VALUE" (or "--key=VALUE") for the lever's flags
+// ("--gpt.seq_len 498") in place of any the user gave for the same key.
+std::vector<std::string> WithLever(std::vector<std::string> words,
+                                   const std::string& flags) {
+  std::istringstream in(flags);
+  std::vector<std::string> lever{std::istream_iterator<std::string>(in),
+                                 std::istream_iterator<std::string>()};
+  for (size_t i = 0; i + 1 < lever.size(); i += 2) {
+    std::vector<std::string> kept;
+    for (size_t j = 0; j < words.size(); ++j) {
+      if (words[j] == lever[i]) {
+        ++j;  // and its value
+      } else if (words[j].rfind(lever[i] + "=", 0) != 0) {
+        kept.push_back(words[j]);
+      }
+    }
+    words = std::move(kept);
+  }
+  words.insert(words.end(), lever.begin(), lever.end());
+  return words;
+}
+
+// Runs one rank at a micro-batch under the budget, once per micro-batch
+// (with `lever_flags`, the run's own config changed by a lever).
 class Measurer {
  public:
-  Measurer(const FitArgs& args, std::string dir)
-      : args_(args), dir_(std::move(dir)) {}
+  Measurer(const FitArgs& args, std::string dir, std::string lever_flags = "")
+      : args_(args),
+        dir_(std::move(dir)),
+        lever_flags_(std::move(lever_flags)) {}
 
   const MeasuredRun& Run(int64_t micro_batch) {
     for (const MeasuredRun& run : runs_) {
@@ -59,13 +85,17 @@ class Measurer {
   // Throws RunFailure when the run failed for another reason than memory.
   MeasuredRun Measure(int64_t micro_batch) const {
     ProfileChildRequest request;
-    request.config_words = args_.profile_words;
+    request.config_words = lever_flags_.empty()
+                               ? args_.profile_words
+                               : WithLever(args_.profile_words, lever_flags_);
     request.world_size = 1;
     request.micro_batch = micro_batch;
     request.global_batch = 0;
     request.memory_limit_bytes = args_.budget_bytes;
     request.out_dir =
-        (fs::path(dir_) / ("micro-batch-" + std::to_string(micro_batch)))
+        (fs::path(dir_) /
+         ((lever_flags_.empty() ? "" : "lever-") + std::string("micro-batch-") +
+          std::to_string(micro_batch)))
             .string();
     const ProfileChildResult child = RunProfileChild(request);
     const RankReport* report =
@@ -89,6 +119,7 @@ class Measurer {
 
   const FitArgs& args_;
   std::string dir_;
+  std::string lever_flags_;
   std::vector<MeasuredRun> runs_;
 };
 
@@ -172,7 +203,26 @@ int RunFitCommand(const FitArgs& args) {
   }
   std::cout << "measured verdict: " << FitVerdictName(verdict) << ": "
             << why.str() << "\n";
-  return verdict == FitVerdict::kFits ? kExitOk : kExitCheckFailed;
+  if (verdict == FitVerdict::kFits) return kExitOk;
+
+  // The first lever that changes the run itself (not the micro-batch, not
+  // the ranks), run at the requested micro-batch under the budget.
+  for (const FitLever& lever : answer.levers) {
+    if (lever.flags.empty() || lever.flags.rfind("--micro-batch", 0) == 0 ||
+        lever.flags.rfind("--ddp.", 0) == 0) {
+      continue;
+    }
+    std::cout << "\nmeasured lever: " << lever.what << " (" << lever.flags
+              << "), predicted peak " << HumanBytes(lever.peak_bytes) << ":\n";
+    Measurer with_lever(args, dir, lever.flags);
+    const MeasuredRun& run = with_lever.Run(answer.micro_batch);
+    std::cout << "measured lever verdict: " << lever.what
+              << (run.completed ? " fits the budget"
+                                : " does not fit the budget")
+              << "\n";
+    break;
+  }
+  return kExitCheckFailed;
 }
 
 }  // namespace memprof

@@ -9,6 +9,7 @@
 
 #include "profiler/base/errors.h"
 #include "profiler/cli/config_cli.h"
+#include "profiler/report/rank_report.h"
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
 
@@ -172,6 +173,38 @@ TEST(FitCommand, ExitCodesAndBadInput) {
 }
 
 class FitMeasure : public TempDirTest {};
+
+// gpt-tiny at micro-batch 4 over a budget its checkpointed run fits:
+// --measure runs the first lever that changes the run, at micro-batch 4
+// under the budget, and it completes within it.
+TEST_F(FitMeasure, ConfirmsTheCheckpointingLeverWithARealRun) {
+  const std::string gpt = MEMPROF_SOURCE_DIR "/configs/gpt-tiny.ini";
+  const RunConfig plain =
+      ParseFitArgs({"--config", gpt, "--budget", "1"}).config;
+  const RunConfig checkpointed =
+      ParseFitArgs({"--config", gpt, "--budget", "1",
+                    "--train.activation_checkpointing", "blocks"})
+          .config;
+  const int64_t budget =
+      (PredictedPeakAt(plain, 4) + PredictedPeakAt(checkpointed, 4)) / 2;
+  const CommandResult r =
+      RunMemprof("fit --config " + gpt + " --budget " + std::to_string(budget) +
+                 " --measure --out " + dir_.string());
+  EXPECT_EQ(r.exit_code, kExitCheckFailed) << r.output;
+  EXPECT_NE(r.output.find("measured lever: activation checkpointing "
+                          "(--train.activation_checkpointing blocks)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("measured lever verdict: activation checkpointing "
+                          "fits the budget"),
+            std::string::npos)
+      << r.output;
+  const RankReport run =
+      ReadRankReport(RankReportPath(dir_ / "lever-micro-batch-4", 0));
+  EXPECT_EQ(run.context.config.train.activation_checkpointing, "blocks");
+  EXPECT_LE(run.peak.total_bytes, budget);
+  EXPECT_EQ(run.peak.total_bytes, PredictedPeakAt(checkpointed, 4));
+}
 
 TEST_F(FitMeasure, BelowModelStateEvenMicroBatchOneRunsOutOfMemory) {
   const CommandResult r =
