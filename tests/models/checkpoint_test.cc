@@ -12,16 +12,10 @@
 #include "models/checkpoint.h"
 #include "models/model.h"
 #include "profiler/cli/config_cli.h"
+#include "tests/preset_config.h"
 
 namespace memprof {
 namespace {
-
-RunConfig Config(const std::string& preset, std::vector<std::string> extra) {
-  std::vector<std::string> words = {
-      "--config", MEMPROF_SOURCE_DIR "/configs/" + preset + ".ini"};
-  words.insert(words.end(), extra.begin(), extra.end());
-  return ParseProfileArgs(words).config;
-}
 
 struct Step {
   double loss = 0;
@@ -73,7 +67,7 @@ class CheckpointedBlocks : public ::testing::TestWithParam<CheckpointCase> {};
 
 TEST_P(CheckpointedBlocks, GiveThePlainGradients) {
   const CheckpointCase& c = GetParam();
-  const RunConfig config = Config(c.preset, c.extra);
+  const RunConfig config = PresetConfig(c.preset, c.extra);
   const Step plain = RunOnce(config, "none", c.micro_batch);
   const Step checkpointed = RunOnce(config, "blocks", c.micro_batch);
   EXPECT_NEAR(checkpointed.loss, plain.loss, 1e-6 * std::abs(plain.loss));

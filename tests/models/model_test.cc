@@ -9,17 +9,11 @@
 #include "models/size_table.h"
 #include "profiler/cli/config_cli.h"
 #include "tests/predict/prediction_checks.h"
+#include "tests/preset_config.h"
 #include "tests/train/solo_run.h"
 
 namespace memprof {
 namespace {
-
-RunConfig Config(const std::string& preset, std::vector<std::string> extra) {
-  std::vector<std::string> words = {
-      "--config", MEMPROF_SOURCE_DIR "/configs/" + preset + ".ini"};
-  words.insert(words.end(), extra.begin(), extra.end());
-  return ParseProfileArgs(words).config;
-}
 
 void ExpectRowsAre(
     const SizeTable& table, RowKind kind,
@@ -55,7 +49,7 @@ void PrintTo(const ModelCase& c, std::ostream* os) {
 class TableMatchesModule : public ::testing::TestWithParam<ModelCase> {};
 
 TEST_P(TableMatchesModule, NamesShapesAndCounts) {
-  const RunConfig config = Config(GetParam().preset, GetParam().extra);
+  const RunConfig config = PresetConfig(GetParam().preset, GetParam().extra);
   const std::unique_ptr<TrainableModel> model = BuildModel(config);
   const SizeTable table = BuildSizeTable(config, /*micro_batch=*/1);
   ExpectRowsAre(table, RowKind::kParameter, model->module().named_parameters());
@@ -79,7 +73,7 @@ INSTANTIATE_TEST_SUITE_P(
                    "--resnet.classes", "3"}}));
 
 TEST(Models, GptOutputProjectionIsTheTokenEmbedding) {
-  const RunConfig config = Config("gpt-tiny", {});
+  const RunConfig config = PresetConfig("gpt-tiny", {});
   const std::unique_ptr<TrainableModel> model = BuildModel(config);
   const Batch batch = model->MakeBatch(2);
   model->Loss(batch).backward();
@@ -91,7 +85,7 @@ TEST(Models, GptOutputProjectionIsTheTokenEmbedding) {
 }
 
 TEST(Models, ResnetBatchNormStatisticsAreBuffersThatTrainingUpdates) {
-  const RunConfig config = Config("resnet-tiny", {});
+  const RunConfig config = PresetConfig("resnet-tiny", {});
   const std::unique_ptr<TrainableModel> model = BuildModel(config);
   const torch::Tensor before =
       model->module().named_buffers()["bn1.running_mean"].clone();
@@ -120,6 +114,18 @@ std::string Label(const RunCase& c) {
 
 void PrintTo(const RunCase& c, std::ostream* os) { *os << Label(c); }
 
+// gpt_tiny_b2, gpt_tiny_b2_checkpointed, gpt_tiny_b2_checkpointed_dropout.
+std::string CaseName(const ::testing::TestParamInfo<RunCase>& info) {
+  std::string name =
+      info.param.preset + "_b" + std::to_string(info.param.micro_batch);
+  if (!info.param.extra.empty()) name += "_checkpointed";
+  if (info.param.extra.size() > 2) name += "_dropout";
+  for (char& ch : name) {
+    if (ch == '-') ch = '_';
+  }
+  return name;
+}
+
 class PredictionMatchesMeasurement : public ::testing::TestWithParam<RunCase> {
 };
 
@@ -128,7 +134,7 @@ TEST_P(PredictionMatchesMeasurement, OneRank) {
   std::vector<std::string> args = {
       "--micro-batch", std::to_string(c.micro_batch), "--steps", "3"};
   args.insert(args.end(), c.extra.begin(), c.extra.end());
-  const RankRun report = RunSolo(Config(c.preset, args));
+  const RankRun report = RunSolo(PresetConfig(c.preset, args));
   ExpectPredictionHolds(ReportOf(report), Label(c));
 }
 
@@ -145,7 +151,7 @@ TEST_P(CheckpointedActivations, HeldFromForwardIntoBackwardAsPredicted) {
   std::vector<std::string> args = {
       "--micro-batch", std::to_string(c.micro_batch), "--steps", "3"};
   args.insert(args.end(), c.extra.begin(), c.extra.end());
-  const RankReport report = ReportOf(RunSolo(Config(c.preset, args)));
+  const RankReport report = ReportOf(RunSolo(PresetConfig(c.preset, args)));
   ASSERT_TRUE(report.checkpointing.has_value());
   const int64_t held = report.checkpointing->held_bytes;
   const int64_t predicted = report.checkpointing->predicted_held_bytes;
@@ -154,9 +160,9 @@ TEST_P(CheckpointedActivations, HeldFromForwardIntoBackwardAsPredicted) {
   // The rerun adds one block's saved tensors on top of what is held.
   EXPECT_GT(report.Of(Category::kActivations).peak_bytes, held);
   // Plain, the same model holds more from forward into backward.
-  const RankReport plain = ReportOf(
-      RunSolo(Config(c.preset, {"--micro-batch", std::to_string(c.micro_batch),
-                                "--steps", "3"})));
+  const RankReport plain = ReportOf(RunSolo(PresetConfig(
+      c.preset,
+      {"--micro-batch", std::to_string(c.micro_batch), "--steps", "3"})));
   EXPECT_FALSE(plain.checkpointing.has_value());
   EXPECT_LT(held, plain.Of(Category::kActivations).peak_bytes);
 }
@@ -178,16 +184,7 @@ INSTANTIATE_TEST_SUITE_P(
                       RunCase{"resnet-tiny", 1, kCheckpointed},
                       RunCase{"resnet-tiny", 2, kCheckpointed},
                       RunCase{"resnet-tiny", 5, kCheckpointed}),
-    [](const ::testing::TestParamInfo<RunCase>& info) {
-      std::string name =
-          info.param.preset + "_b" + std::to_string(info.param.micro_batch);
-      if (!info.param.extra.empty()) name += "_checkpointed";
-      if (info.param.extra.size() > 2) name += "_dropout";
-      for (char& ch : name) {
-        if (ch == '-') ch = '_';
-      }
-      return name;
-    });
+    CaseName);
 
 INSTANTIATE_TEST_SUITE_P(
     TinyConfigs, CheckpointedActivations,
@@ -195,14 +192,7 @@ INSTANTIATE_TEST_SUITE_P(
                       RunCase{"gpt-tiny", 5, kCheckpointed},
                       RunCase{"resnet-tiny", 1, kCheckpointed},
                       RunCase{"resnet-tiny", 5, kCheckpointed}),
-    [](const ::testing::TestParamInfo<RunCase>& info) {
-      std::string name =
-          info.param.preset + "_b" + std::to_string(info.param.micro_batch);
-      for (char& ch : name) {
-        if (ch == '-') ch = '_';
-      }
-      return name;
-    });
+    CaseName);
 
 }  // namespace
 }  // namespace memprof
