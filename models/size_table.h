@@ -53,11 +53,11 @@ struct SizeRow {
   std::vector<int64_t> shape;
   std::string terms;  // the shape in the config's symbols: "[3d, d]"
   Dtype dtype = Dtype::kFloat32;
-  // Under activation checkpointing (Note [Checkpointed activations]): a
-  // kSaved row held until the backward of block `block` (kEveryBlock:
-  // until after every block's; kNoBlock: freed before the first), or the
-  // block whose rerun saves a kRecomputed row, or in whose backward a
-  // kWorkspace row is live.
+  // In tables with blocks (Note [Checkpointed activations]): a kSaved row
+  // held until the backward of block `block` (kEveryBlock: until after
+  // every block's; kNoBlock: freed before the first), or the block whose
+  // rerun saves a kRecomputed row, or in whose backward a kWorkspace row
+  // is live.
   int32_t block = kEveryBlock;
   static constexpr int32_t kEveryBlock = -1;
   static constexpr int32_t kNoBlock = INT32_MAX;
@@ -76,7 +76,8 @@ struct SizeTable {
            std::string terms, Dtype dtype = Dtype::kFloat32);
   int64_t Elements(RowKind kind) const;
   int64_t Bytes(RowKind kind) const;
-  // Checkpointed tables: their blocks, 0 .. blocks - 1 (0: not checkpointed).
+  // Blocks whose backward is a predicted moment, 0 .. blocks - 1:
+  // checkpointed blocks, or the MLP's hidden layers; 0: none.
   int32_t blocks = 0;
   // The largest single parameter tensor, in bytes.
   int64_t LargestParameterBytes() const;

@@ -44,8 +44,8 @@ Json MomentJson(const PredictedMoment& m) {
 // table has rows for them.
 Json Moments(const Prediction& p) {
   Json moments = Json::array();
-  for (const PredictedMoment* m :
-       {&p.early_backward, &p.optimizer_step, &p.recompute, &p.late_backward}) {
+  for (const PredictedMoment* m : {&p.early_backward, &p.optimizer_step,
+                                   &p.block_backward, &p.late_backward}) {
     if (m->phase != Phase::kIdle) moments.push_back(MomentJson(*m));
   }
   return moments;
@@ -97,7 +97,7 @@ std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
                  ? "0: gradient_as_bucket_view, the gradients are the buckets"
                  : "4P: Reducer's flat buckets, x1";
     case Category::kActivations:
-      if (t.blocks > 0) {
+      if (config.train.activation_checkpointing == "blocks") {
         return "checkpointed: " + HumanBytes(t.Bytes(RowKind::kSaved)) +
                " held from forward (" + rows(RowKind::kSaved) +
                " tensors, one input per block), at most " +

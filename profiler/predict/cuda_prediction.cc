@@ -17,13 +17,13 @@ class Sequence {
     }
     return blocks;
   }
-  // The rows of `kind` whose SizeRow::block is `block` (or, !is, is not).
+  // The rows of `kind` whose SizeRow::block satisfies `in`.
+  template <typename In>
   std::vector<uint64_t> AllocRowsOf(const SizeTable& table, RowKind kind,
-                                    int32_t block, bool is = true) {
+                                    const In& in) {
     std::vector<uint64_t> blocks;
     for (const SizeRow& row : table.rows) {
-      if (row.kind != kind || row.Bytes() == 0) continue;
-      if ((row.block == block) != is) continue;
+      if (row.kind != kind || row.Bytes() == 0 || !in(row.block)) continue;
       blocks.push_back(Alloc(row.Bytes()));
     }
     return blocks;
@@ -52,7 +52,15 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
   s.AllocRows(table, RowKind::kBuffer);
   std::vector<uint64_t> bucket{s.Alloc(param_bytes)};
   std::vector<uint64_t> gradients, state;
-  CudaAllocatorFigures early_backward, late_backward, optimizer_step;
+  CudaAllocatorFigures early_backward, block_backward, late_backward,
+      optimizer_step;
+  const int32_t busiest = p.busiest_block;
+  const auto is = [](int32_t block) {
+    return [block](int32_t b) { return b == block; };
+  };
+  const auto in_blocks = [](int32_t from, int32_t to) {
+    return [from, to](int32_t b) { return b >= from && b <= to; };
+  };
   for (int step = 1; step <= 2; ++step) {
     if (step == 2) {
       s.Free(bucket);
@@ -62,29 +70,50 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
       }
     }
     const std::vector<uint64_t> inputs = s.AllocRows(table, RowKind::kInput);
-    // Saved until the end of backward, and the rest of the saved rows.
-    const std::vector<uint64_t> held =
-        s.AllocRowsOf(table, RowKind::kSaved, SizeRow::kEveryBlock);
-    const std::vector<uint64_t> saved =
-        s.AllocRowsOf(table, RowKind::kSaved, SizeRow::kEveryBlock, false);
+    // Saved until the end of backward; held until a block's backward (up
+    // to and after the busiest block); freed before the blocks'.
+    const auto k = RowKind::kSaved;
+    const std::vector<uint64_t> held = s.AllocRowsOf(table, k, is(-1));
+    const std::vector<uint64_t> below =
+        s.AllocRowsOf(table, k, in_blocks(0, busiest));
+    const std::vector<uint64_t> above =
+        s.AllocRowsOf(table, k, in_blocks(busiest + 1, SizeRow::kNoBlock - 1));
+    const std::vector<uint64_t> head =
+        s.AllocRowsOf(table, k, is(SizeRow::kNoBlock));
     const std::vector<uint64_t> workspace =
-        s.AllocRowsOf(table, RowKind::kWorkspace, SizeRow::kEveryBlock);
+        s.AllocRowsOf(table, RowKind::kWorkspace, is(SizeRow::kEveryBlock));
     if (step == 1 && own_gradients) {
       gradients = s.AllocRows(table, RowKind::kParameter);
     }
     early_backward = s.model().now();
-    s.Free(saved);
+    s.Free(head);
     s.Free(workspace);
-    // Late in backward (a checkpointed block's rerun is not replayed).
+    s.Free(above);
+    // The busiest block's backward (a checkpointed block's after its rerun).
+    if (busiest >= 0) {
+      const std::vector<uint64_t> rerun =
+          s.AllocRowsOf(table, RowKind::kRecomputed, is(busiest));
+      const std::vector<uint64_t> its =
+          s.AllocRowsOf(table, RowKind::kWorkspace, is(busiest));
+      block_backward = s.model().now();
+      s.Free(its);
+      s.Free(rerun);
+    }
+    s.Free(below);
+    // Late in backward.
     const std::vector<uint64_t> late =
-        s.AllocRowsOf(table, RowKind::kWorkspace, SizeRow::kNoBlock);
+        s.AllocRowsOf(table, RowKind::kWorkspace, is(SizeRow::kNoBlock));
     late_backward = s.model().now();
     s.Free(late);
     s.Free(held);
     // The loss, a scalar that outlives backward (the prediction's optimizer
     // moment counts it as the activations left).
     const std::vector<uint64_t> loss{s.Alloc(4)};
-    if (step == 1 && adam) state = s.AllocRows(table, RowKind::kParameter, 2);
+    // Adam's two moments, or SGD's momentum buffer.
+    const int copies = adam ? 2 : config.train.momentum > 0 ? 1 : 0;
+    if (step == 1 && copies > 0) {
+      state = s.AllocRows(table, RowKind::kParameter, copies);
+    }
     std::vector<uint64_t> update;
     if (adam) update = {s.Alloc(largest), s.Alloc(largest)};
     optimizer_step = s.model().now();
@@ -93,9 +122,10 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
     s.Free(inputs);
   }
   const PredictedMoment& peak = p.Peak();
-  return {&peak == &p.optimizer_step  ? optimizer_step
-          : &peak == &p.late_backward ? late_backward
-                                      : early_backward,
+  return {&peak == &p.optimizer_step   ? optimizer_step
+          : &peak == &p.late_backward  ? late_backward
+          : &peak == &p.block_backward ? block_backward
+                                       : early_backward,
           s.model().peak_reserved()};
 }
 

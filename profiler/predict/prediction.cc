@@ -185,8 +185,8 @@ Prediction Predict(const RunConfig& config, int rank) {
   p.zero.stage3_bytes = shard(w) + shard(g) + shard(o);
   p.zero.duplicated_bytes = (n - 1) * (w + g + o);
 
-  // Checkpointed blocks: each block's backward, just after its rerun; the
-  // one with the most activations (the first rerun, for GPT).
+  // Each block's backward (a checkpointed one just after its rerun); the
+  // one with the most live (the first rerun, for GPT).
   if (t.blocks > 0) {
     auto live = [&sizes](int32_t block) {
       return sizes.InBackwardOf(block) + sizes.Workspace(block);
@@ -195,16 +195,21 @@ Prediction Predict(const RunConfig& config, int rank) {
     for (int32_t block = 1; block < t.blocks; ++block) {
       if (live(block) > live(busiest)) busiest = block;
     }
-    p.recompute.phase = Phase::kBackward;
-    p.recompute.what = "backward of checkpointed block " +
-                       std::to_string(busiest) +
+    const bool checkpointed = config.train.activation_checkpointing == "blocks";
+    p.busiest_block = busiest;
+    PredictedMoment& m = p.block_backward;
+    m.phase = Phase::kBackward;
+    m.what = checkpointed
+                 ? "backward of checkpointed block " + std::to_string(busiest) +
                        ", just after its rerun: the blocks' inputs held "
                        "until then, the block's saved tensors and its "
-                       "backward's workspace rows";
-    p.recompute.bytes = state;
-    p.recompute.bytes[Index(Category::kActivations)] =
-        sizes.InBackwardOf(busiest);
-    p.recompute.bytes[Index(Category::kTemporaries)] = sizes.Workspace(busiest);
+                       "backward's workspace rows"
+                 : "backward of block " + std::to_string(busiest) +
+                       ": the saved tensors still held and its "
+                       "workspace rows";
+    m.bytes = state;
+    m.bytes[Index(Category::kActivations)] = sizes.InBackwardOf(busiest);
+    m.bytes[Index(Category::kTemporaries)] = sizes.Workspace(busiest);
   }
 
   // Late in backward: the rows outside the blocks still saved, and the
@@ -223,7 +228,7 @@ Prediction Predict(const RunConfig& config, int rank) {
   p.bytes = state;
   p.bytes[Index(Category::kActivations)] =
       std::max(sizes.Sum(RowKind::kSaved),
-               p.recompute.bytes[Index(Category::kActivations)]);
+               p.block_backward.bytes[Index(Category::kActivations)]);
   p.bytes[Index(Category::kTemporaries)] =
       p.Peak().bytes[Index(Category::kTemporaries)];
   return p;

@@ -51,17 +51,18 @@ struct Prediction {
   // The steady-state peak: the largest of the moments.
   PredictedMoment early_backward;  // every saved tensor, the workspace rows
   PredictedMoment optimizer_step;  // the optimizer's workspace
-  // With checkpointed blocks, the backward of the block whose rerun leaves
-  // the most activations (Note [Checkpointed activations]); all zero
-  // without.
-  PredictedMoment recompute;
+  // The busiest block's backward, for tables with blocks (SizeTable::blocks:
+  // checkpointed blocks just after their rerun, Note [Checkpointed
+  // activations]; the MLP's hidden layers); all zero without.
+  PredictedMoment block_backward;
+  int32_t busiest_block = -1;  // block_backward's block; -1: none
   // Late in backward, after every block's, when the table has workspace
   // rows for it (GPT's embeddings); all zero otherwise.
   PredictedMoment late_backward;
   const PredictedMoment& Peak() const {
     const PredictedMoment* peak = &early_backward;
     for (const PredictedMoment* m :
-         {&optimizer_step, &recompute, &late_backward}) {
+         {&optimizer_step, &block_backward, &late_backward}) {
       if (m->Total() > peak->Total()) peak = m;
     }
     return *peak;

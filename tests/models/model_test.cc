@@ -2,6 +2,8 @@
 // are the built module's, name by name and shape by shape; and a profiled
 // run (one rank, in this process) meets its prediction at micro-batches 1,
 // 2 and 5.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -114,12 +116,18 @@ std::string Label(const RunCase& c) {
 
 void PrintTo(const RunCase& c, std::ostream* os) { *os << Label(c); }
 
-// gpt_tiny_b2, gpt_tiny_b2_checkpointed, gpt_tiny_b2_checkpointed_dropout.
+// gpt_tiny_b2, gpt_tiny_b2_checkpointed, gpt_tiny_b2_checkpointed_dropout,
+// mlp_tiny_b2_sgd_momentum.
 std::string CaseName(const ::testing::TestParamInfo<RunCase>& info) {
   std::string name =
       info.param.preset + "_b" + std::to_string(info.param.micro_batch);
-  if (!info.param.extra.empty()) name += "_checkpointed";
-  if (info.param.extra.size() > 2) name += "_dropout";
+  const auto has = [&info](const char* word) {
+    const auto& extra = info.param.extra;
+    return std::find(extra.begin(), extra.end(), word) != extra.end();
+  };
+  if (has("blocks")) name += "_checkpointed";
+  if (has("--gpt.dropout")) name += "_dropout";
+  if (has("--train.momentum")) name += "_sgd_momentum";
   for (char& ch : name) {
     if (ch == '-') ch = '_';
   }
@@ -141,6 +149,8 @@ TEST_P(PredictionMatchesMeasurement, OneRank) {
 // Checkpointed blocks: the activations held from forward into backward
 // (the blocks' inputs) and their peak with one block rerun, both to the
 // table's prediction.
+const std::vector<std::string> kMomentumSgd = {"--train.optimizer", "sgd",
+                                               "--train.momentum", "0.9"};
 const std::vector<std::string> kCheckpointed = {
     "--train.activation_checkpointing", "blocks"};
 
@@ -183,7 +193,11 @@ INSTANTIATE_TEST_SUITE_P(
                                "--gpt.dropout", "0.1"}},
                       RunCase{"resnet-tiny", 1, kCheckpointed},
                       RunCase{"resnet-tiny", 2, kCheckpointed},
-                      RunCase{"resnet-tiny", 5, kCheckpointed}),
+                      RunCase{"resnet-tiny", 5, kCheckpointed},
+                      // SGD's peak is in backward, at a hidden layer's.
+                      RunCase{"mlp-tiny", 1, kMomentumSgd},
+                      RunCase{"mlp-tiny", 2, kMomentumSgd},
+                      RunCase{"mlp-tiny", 5, kMomentumSgd}),
     CaseName);
 
 INSTANTIATE_TEST_SUITE_P(

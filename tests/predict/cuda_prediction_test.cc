@@ -34,6 +34,10 @@ TEST(CudaPrediction, RequestsAtThePeakAreThePredictedPeak) {
            {"gpt2-small", {}},
            {"gpt-tiny", {"--ddp.gradient_as_bucket_view", "true"}},
            {"mlp-tiny", {"--train.optimizer", "sgd"}},
+           {"mlp-tiny",
+            {"--train.optimizer", "sgd", "--train.momentum", "0.9"}},
+           {"gpt-tiny", {"--train.activation_checkpointing", "blocks"}},
+           {"resnet-tiny", {"--train.activation_checkpointing", "blocks"}},
            {"gpt-tiny", {"--world-size", "4"}}}) {
     const RunConfig config = Preset(name, extra);
     const Prediction p = Predict(config);
