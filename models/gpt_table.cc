@@ -113,9 +113,7 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks) {
     if (checkpoint_blocks) {
       t.Add(n + "rerun output", own, {b, T, d}, "[B, T, d]");
     }
-    for (size_t r = first; r < t.rows.size(); ++r) {
-      t.rows[r].block = static_cast<int32_t>(i);
-    }
+    t.SetBlock(first, static_cast<int32_t>(i));
   }
   // Freed by their backward, before any block's (Note [Checkpointed
   // activations]).
@@ -126,9 +124,7 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks) {
   t.Add("ln_f output (lm head input)", s, {b, T, d}, "[B, T, d]");
   t.Add("log_softmax output", s, {b * T, c.vocab}, "[B*T, V]");
   t.Add("nll_loss total_weight", s, {}, "[]");
-  for (size_t r = after_blocks; r < t.rows.size(); ++r) {
-    t.rows[r].block = SizeRow::kNoBlock;
-  }
+  t.SetBlock(after_blocks, SizeRow::kNoBlock);
   t.Add("loss", s, {}, "[]");
 
   // Backward peaks at its first nodes: nll_loss's gradient and
@@ -144,30 +140,30 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks) {
   for (int32_t i = 0; i < t.blocks; ++i) {
     const std::string n = "h." + std::to_string(i) + " backward: ";
     const auto w = RowKind::kWorkspace;
+    const size_t first = t.rows.size();
     t.Add(n + "gradient into the block", w, {b, T, d}, "[B, T, d]");
     t.Add(n + "mlp c_proj input gradient", w, {b, T, 4 * d}, "[B, T, 4d]");
     t.Add(n + "mlp c_proj weight gradient", w, {d, 4 * d}, "[d, 4d]");
     t.Add(n + "wte gradient from the output projection", w, {c.vocab, d},
           "[V, d]");
     t.Add(n + "loss gradient", w, {}, "[]");
-    for (int r = 0; r < 5; ++r) t.rows[t.rows.size() - 1 - r].block = i;
+    t.SetBlock(first, i);
   }
 
   // Late in backward, at the embeddings: the tied wte's two gradients (from
   // the output projection, waiting in autograd's input buffer, and from
   // the embedding) and their sum, before it is added into wte.grad, with
   // wpe's gradient. Only the rows outside the blocks are still saved then.
+  const size_t late = t.rows.size();
   for (const char* name : {"wte gradient from the output projection",
                            "wte gradient from the embedding", "their sum"}) {
     t.Add(std::string("embeddings backward: ") + name, RowKind::kWorkspace,
           {c.vocab, d}, "[V, d]");
-    t.rows.back().block = SizeRow::kNoBlock;
   }
   t.Add("embeddings backward: wpe gradient", RowKind::kWorkspace, {T, d},
         "[T, d]");
-  t.rows.back().block = SizeRow::kNoBlock;
   t.Add("embeddings backward: loss gradient", RowKind::kWorkspace, {}, "[]");
-  t.rows.back().block = SizeRow::kNoBlock;
+  t.SetBlock(late, SizeRow::kNoBlock);
 
   t.Add("token ids", RowKind::kInput, {b, T}, "[B, T]", Dtype::kInt64);
   t.Add("targets", RowKind::kInput, {b, T}, "[B, T]", Dtype::kInt64);

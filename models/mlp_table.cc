@@ -36,12 +36,12 @@ SizeTable MlpSizeTable(const MlpConfig& c, int64_t b) {
   t.blocks = static_cast<int32_t>(c.depth);
   for (int64_t i = 0; i < c.depth; ++i) {
     t.Add("relu " + std::to_string(i) + " output", s, {b, c.hidden}, "[B, H]");
-    t.rows.back().block = static_cast<int32_t>(i + 1);
+    t.SetBlock(t.rows.size() - 1, static_cast<int32_t>(i + 1));
   }
+  const size_t after_blocks = t.rows.size();
   t.Add("log_softmax output", s, {b, c.output}, "[B, O]");
-  t.rows.back().block = SizeRow::kNoBlock;
   t.Add("nll_loss total_weight", s, {}, "[]");
-  t.rows.back().block = SizeRow::kNoBlock;
+  t.SetBlock(after_blocks, SizeRow::kNoBlock);
   t.Add("loss", s, {}, "[]");
 
   // Backward starts with nll_loss's and then log_softmax's gradient, both
@@ -62,9 +62,7 @@ SizeTable MlpSizeTable(const MlpConfig& c, int64_t b) {
     t.Add(n + "weight gradient", w, {c.hidden, in}, "[H, " + in_terms + "]");
     t.Add(n + "bias gradient", w, {c.hidden}, "[H]");
     t.Add(n + "loss gradient", w, {}, "[]");
-    for (size_t r = first; r < t.rows.size(); ++r) {
-      t.rows[r].block = static_cast<int32_t>(i);
-    }
+    t.SetBlock(first, static_cast<int32_t>(i));
   }
 
   t.Add("input", RowKind::kInput, {b, c.input}, "[B, I]");

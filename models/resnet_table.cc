@@ -165,7 +165,7 @@ void AddResnetSaved(SizeTable& t, const ResnetConfig& c, int64_t b,
   if (!checkpoint_blocks) {
     t.Add("maxpool output (layer1 input)", saved,
           {b, c.width, res.pooled, res.pooled}, "[B, w, S1, S1]");
-    t.rows.back().block = 0;  // kept by layer1.0's first convolution
+    t.SetBlock(t.rows.size() - 1, 0);  // kept by layer1.0's first conv
   }
   int64_t in = c.width;
   std::string in_terms = "w";
@@ -209,7 +209,7 @@ void AddResnetSaved(SizeTable& t, const ResnetConfig& c, int64_t b,
       }
       t.Add(n + "block output", s, {b, out, side, side},
             "[B, " + WidthTerms(mw * e) + ", " + S + ", " + S + "]");
-      for (size_t r = first; r < t.rows.size(); ++r) t.rows[r].block = block;
+      t.SetBlock(first, block);
       ++block;
       in = out;
       in_terms = WidthTerms(mw * e);
@@ -223,9 +223,7 @@ void AddResnetSaved(SizeTable& t, const ResnetConfig& c, int64_t b,
         "[B, " + WidthTerms(8 * e) + "]");
   t.Add("log_softmax output", saved, {b, c.classes}, "[B, K]");
   t.Add("nll_loss total_weight", saved, {}, "[]");
-  for (size_t r = after_blocks; r < t.rows.size(); ++r) {
-    t.rows[r].block = SizeRow::kNoBlock;
-  }
+  t.SetBlock(after_blocks, SizeRow::kNoBlock);
   t.Add("loss", saved, {}, "[]");
 }
 
@@ -304,7 +302,7 @@ void AddResnetRecomputePeaks(SizeTable& t, const ResnetConfig& c, int64_t b,
       t.Add(n + "last conv input gradient, oneDNN layout", w,
             {b, padded(width), side, side}, "[B, pad16(" + i + ")" + map);
       t.Add(n + "loss gradient", w, {}, "[]");
-      for (size_t r = first; r < t.rows.size(); ++r) t.rows[r].block = block;
+      t.SetBlock(first, block);
     }
   }
 }

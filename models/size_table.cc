@@ -99,6 +99,10 @@ int64_t CheckedSum(int64_t sum, int64_t more, const char* what) {
 
 }  // namespace
 
+void SizeTable::SetBlock(size_t first, int32_t block) {
+  for (size_t r = first; r < rows.size(); ++r) rows[r].block = block;
+}
+
 int64_t SizeTable::Elements(RowKind kind) const {
   int64_t n = 0;
   for (const SizeRow& row : rows) {

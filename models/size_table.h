@@ -74,6 +74,9 @@ struct SizeTable {
   // Throws SizeOverflow when the row's bytes are not countable.
   void Add(std::string name, RowKind kind, std::vector<int64_t> shape,
            std::string terms, Dtype dtype = Dtype::kFloat32);
+  // The rows added since row `first` (rows.size() before them) belong to
+  // `block` (SizeRow::block).
+  void SetBlock(size_t first, int32_t block);
   int64_t Elements(RowKind kind) const;
   int64_t Bytes(RowKind kind) const;
   // Blocks whose backward is a predicted moment, 0 .. blocks - 1:

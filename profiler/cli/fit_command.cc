@@ -205,13 +205,10 @@ int RunFitCommand(const FitArgs& args) {
             << why.str() << "\n";
   if (verdict == FitVerdict::kFits) return kExitOk;
 
-  // The first lever that changes the run itself (not the micro-batch, not
-  // the ranks), run at the requested micro-batch under the budget.
+  // The first lever that changes one rank's run itself, run at the
+  // requested micro-batch under the budget.
   for (const FitLever& lever : answer.levers) {
-    if (lever.flags.empty() || lever.flags.rfind("--micro-batch", 0) == 0 ||
-        lever.flags.rfind("--ddp.", 0) == 0) {
-      continue;
-    }
+    if (!lever.one_rank) continue;
     std::cout << "\nmeasured lever: " << lever.what << " (" << lever.flags
               << "), predicted peak " << HumanBytes(lever.peak_bytes) << ":\n";
     Measurer with_lever(args, dir, lever.flags);

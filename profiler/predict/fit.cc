@@ -73,7 +73,8 @@ std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
       const int64_t peak = peak_with(changed);
       if (peak <= budget) {
         levers.push_back({"activation checkpointing",
-                          "--train.activation_checkpointing blocks", peak});
+                          "--train.activation_checkpointing blocks", peak,
+                          /*one_rank=*/true});
       }
     }
     const bool gpt = config.model == "gpt";
@@ -97,7 +98,7 @@ std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
                               : "the largest resolution that fits",
                           (gpt ? "--gpt.seq_len " : "--resnet.resolution ") +
                               std::to_string(size),
-                          peak_with(at(size))});
+                          peak_with(at(size)), /*one_rank=*/true});
       }
     }
   }

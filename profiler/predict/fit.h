@@ -45,6 +45,9 @@ struct FitLever {
   std::string what;        // "activation checkpointing"
   std::string flags;       // "--train.activation_checkpointing blocks"
   int64_t peak_bytes = 0;  // predicted per rank
+  // It changes one rank's run itself (not the micro-batch or the ranks):
+  // fit --measure can confirm it with one rank.
+  bool one_rank = false;
 };
 const char* FitVerdictName(FitVerdict verdict);  // "activation-overflow"
 

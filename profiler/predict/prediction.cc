@@ -1,6 +1,7 @@
 #include "profiler/predict/prediction.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 #include "profiler/base/cuda_allocator_model.h"
@@ -69,6 +70,19 @@ class Sizes {
   const SizeTable& table_;
   bool cuda_;
 };
+
+// A moment of the step: the model state and inputs live throughout, with
+// these activations and temporaries.
+PredictedMoment MomentOf(Phase phase, std::string what, const Breakdown& state,
+                         int64_t activations, int64_t temporaries) {
+  PredictedMoment m;
+  m.phase = phase;
+  m.what = std::move(what);
+  m.bytes = state;
+  m.bytes[Index(Category::kActivations)] = activations;
+  m.bytes[Index(Category::kTemporaries)] = temporaries;
+  return m;
+}
 
 }  // namespace
 
@@ -151,27 +165,21 @@ Prediction Predict(const RunConfig& config, int rank) {
           : 0;
 
   // Early in backward: every saved tensor and the model's workspace rows.
-  p.early_backward.phase = Phase::kBackward;
-  p.early_backward.what =
-      "early in backward: every saved tensor and the workspace rows";
-  p.early_backward.bytes = state;
-  p.early_backward.bytes[Index(Category::kActivations)] =
-      sizes.Sum(RowKind::kSaved);
-  p.early_backward.bytes[Index(Category::kTemporaries)] = sizes.Workspace();
+  p.early_backward =
+      MomentOf(Phase::kBackward,
+               "early in backward: every saved tensor and the workspace rows",
+               state, sizes.Sum(RowKind::kSaved), sizes.Workspace());
 
   // Adam's step: denom = exp_avg_sq.sqrt() / sqrt(bias_correction2) makes
   // two temporaries the size of the parameter, live together; the largest
   // parameter decides. The loss (4 bytes) is still held by the loop.
-  p.optimizer_step.phase = Phase::kOptimizer;
-  p.optimizer_step.what =
-      "optimizer step: two temporaries the size of the "
-      "largest parameter";
-  p.optimizer_step.bytes = state;
-  p.optimizer_step.bytes[Index(Category::kActivations)] = sizes.Of(4);
-  p.optimizer_step.bytes[Index(Category::kTemporaries)] =
+  p.optimizer_step = MomentOf(
+      Phase::kOptimizer,
+      "optimizer step: two temporaries the size of the largest parameter",
+      state, sizes.Of(4),
       config.train.optimizer == "sgd" || largest_owned == 0
           ? 0
-          : 2 * sizes.Of(largest_owned);
+          : 2 * sizes.Of(largest_owned));
 
   const int64_t n = config.ddp.world_size;
   auto shard = [n](int64_t bytes) { return (bytes + n - 1) / n; };
@@ -197,37 +205,32 @@ Prediction Predict(const RunConfig& config, int rank) {
     }
     const bool checkpointed = config.train.activation_checkpointing == "blocks";
     p.busiest_block = busiest;
-    PredictedMoment& m = p.block_backward;
-    m.phase = Phase::kBackward;
-    m.what = checkpointed
-                 ? "backward of checkpointed block " + std::to_string(busiest) +
-                       ", just after its rerun: the blocks' inputs held "
-                       "until then, the block's saved tensors and its "
-                       "backward's workspace rows"
-                 : "backward of block " + std::to_string(busiest) +
-                       ": the saved tensors still held and its "
-                       "workspace rows";
-    m.bytes = state;
-    m.bytes[Index(Category::kActivations)] = sizes.InBackwardOf(busiest);
-    m.bytes[Index(Category::kTemporaries)] = sizes.Workspace(busiest);
+    p.block_backward = MomentOf(
+        Phase::kBackward,
+        checkpointed
+            ? "backward of checkpointed block " + std::to_string(busiest) +
+                  ", just after its rerun: the blocks' inputs held "
+                  "until then, the block's saved tensors and its "
+                  "backward's workspace rows"
+            : "backward of block " + std::to_string(busiest) +
+                  ": the saved tensors still held and its "
+                  "workspace rows",
+        state, sizes.InBackwardOf(busiest), sizes.Workspace(busiest));
   }
 
   // Late in backward: the rows outside the blocks still saved, and the
   // late workspace rows.
   if (sizes.Workspace(SizeRow::kNoBlock) > 0) {
-    p.late_backward.phase = Phase::kBackward;
-    p.late_backward.what =
-        "late in backward, after every block's: the late workspace rows";
-    p.late_backward.bytes = state;
-    p.late_backward.bytes[Index(Category::kActivations)] =
-        sizes.InBackwardOf(SizeRow::kEveryBlock);
-    p.late_backward.bytes[Index(Category::kTemporaries)] =
-        sizes.Workspace(SizeRow::kNoBlock);
+    p.late_backward = MomentOf(
+        Phase::kBackward,
+        "late in backward, after every block's: the late workspace rows", state,
+        sizes.InBackwardOf(SizeRow::kEveryBlock),
+        sizes.Workspace(SizeRow::kNoBlock));
   }
 
   p.bytes = state;
   p.bytes[Index(Category::kActivations)] =
-      std::max(sizes.Sum(RowKind::kSaved),
+      std::max(p.early_backward.bytes[Index(Category::kActivations)],
                p.block_backward.bytes[Index(Category::kActivations)]);
   p.bytes[Index(Category::kTemporaries)] =
       p.Peak().bytes[Index(Category::kTemporaries)];

@@ -78,9 +78,9 @@ std::optional<CheckpointingFigures> CheckpointingOf(const RankRun& run) {
       break;
     }
   }
-  for (const SizeRow& row : run.prediction.table.rows) {
-    if (row.kind == RowKind::kSaved) c.predicted_held_bytes += row.Bytes();
-  }
+  // Early in backward every tensor forward saved is still held.
+  c.predicted_held_bytes =
+      run.prediction.early_backward.bytes[Index(Category::kActivations)];
   return c;
 }
 
