@@ -1,5 +1,7 @@
 #include "models/checkpoint.h"
 
+#include "models/autocast_region.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
 
@@ -27,6 +29,11 @@ namespace {
 // allocation of its own): the CPU generator's Mersenne Twister engine and
 // its cached normal samples; a GPU generator's Philox seed and offset.
 // Without dropout the copy is harmless and cheap (2.5 KB on the CPU).
+//
+// The rerun also runs under the autocast switches the forward saw (as
+// PyTorch's checkpoint does): under bf16-autocast the rerun makes the same
+// bfloat16 tensors the forward made, in a region of its own whose end
+// clears the cast cache (models/autocast_region.h).
 
 std::atomic<RecomputeObserver*> g_observer{nullptr};
 
@@ -59,9 +66,12 @@ class SavedRandomState {
 
 struct Block : torch::CustomClassHolder {
   Block(BlockForward f, const torch::Device& device)
-      : forward(std::move(f)), random(device) {}
+      : forward(std::move(f)),
+        random(device),
+        autocast(AutocastState::Of(device.type())) {}
   BlockForward forward;
   SavedRandomState random;  // as the forward found it
+  AutocastState autocast;   // as the forward found it
 };
 
 class CheckpointFunction
@@ -90,6 +100,7 @@ class CheckpointFunction
     torch::Tensor y;
     {
       torch::AutoGradMode enable(true);
+      AutocastRegion region(x.device().type(), block->autocast);
       y = block->forward(leaf, /*recomputing=*/true);
     }
     now.Restore();

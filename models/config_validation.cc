@@ -193,9 +193,13 @@ void ValidateRunConfig(const RunConfig& c) {
                       "with blocks (gpt: transformer blocks, resnet: residual "
                       "blocks); mlp has none: use none");
   }
-  if (c.train.dtype != "float32") {
-    throw ConfigError("train.dtype", "unsupported dtype '" + c.train.dtype +
-                                         "'; supported: float32");
+  if (c.train.dtype != "float32" && c.train.dtype != "bf16-autocast" &&
+      c.train.dtype != "bfloat16") {
+    throw ConfigError("train.dtype",
+                      "unknown train.dtype '" + c.train.dtype +
+                          "'; known: float32, bf16-autocast (float32 "
+                          "weights, the forward autocast to bfloat16), "
+                          "bfloat16 (everything in bfloat16)");
   }
   if (c.train.device != "cpu" && c.train.device != "cuda") {
     throw ConfigError("train.device", "unknown device '" + c.train.device +

@@ -29,6 +29,22 @@ namespace memprof {
 // nll_loss's total_weight and the loss, one float each. The token
 // embedding keeps the token ids, which are an input.
 //
+// Note [GPT under autocast]
+// Under bf16-autocast the matmuls run in bfloat16: each casts its float32
+// arguments first. LibTorch's Linear on a [B, T, d] input is
+// matmul(x, weight.t()) then an in-place add of the (float32) bias, so
+// what a Linear keeps is its input's bfloat16 copy (a layer norm's output
+// is freed once copied) and its transposed weight's bfloat16 copy, held
+// until the block's backward (weight_casts; autocast's cache keeps only
+// leaves, so a view's copy is never cached). Everything between the
+// matmuls follows their bfloat16 outputs: q, k, v, the softmax, GELU,
+// dropout noise. The residual stream stays float32 (float32 plus bfloat16
+// is float32), and with it the layer norms' inputs, mean and rstd; the
+// loss is autocast's float32 op: log_softmax's output is float32. The
+// output projection keeps wte.weight.t()'s copy [d, V]. Checkpointed, a
+// block's forward keeps no copy (its casts are freed at once); its rerun
+// makes them again, held during its backward (kRecomputedCast).
+//
 // Note [Checkpointed activations]
 // With checkpointed blocks (models/checkpoint.h) a block's forward saves
 // nothing but its input, which the checkpoint keeps until the block's
@@ -41,7 +57,17 @@ namespace memprof {
 // inputs of the blocks after i have been freed. Block L-1 reruns first,
 // with every input still held: activations peak there. The loss is held by
 // the loop throughout.
-SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks) {
+SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
+                       Precision precision) {
+  const RowDtypes dt(precision);
+  const Dtype f = dt.state, lo = dt.low;
+  // A layer norm's output, which the next matmul keeps: under autocast its
+  // bfloat16 copy (the float32 output itself is freed).
+  auto ln_out = [&dt](int ln, const char* next) {
+    const std::string name = ln == 0 ? "ln_f" : "ln_" + std::to_string(ln);
+    return name + (dt.autocast ? " output's bfloat16 copy (" : " output (") +
+           next + " input)";
+  };
   SizeTable t;
   t.symbols =
       "B = micro-batch, T = gpt.seq_len, d = gpt.d_model, "
@@ -50,30 +76,30 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks) {
   const int64_t d = c.d_model, T = c.seq_len, h = c.heads, hd = d / h;
   const bool dropout = c.dropout > 0;
 
-  t.Add("wte.weight", p, {c.vocab, d}, "[V, d]");
-  t.Add("wpe.weight", p, {T, d}, "[T, d]");
+  t.Add("wte.weight", p, {c.vocab, d}, "[V, d]", f);
+  t.Add("wpe.weight", p, {T, d}, "[T, d]", f);
   for (int64_t i = 0; i < c.layers; ++i) {
     const std::string n = "h." + std::to_string(i) + ".";
-    t.Add(n + "ln_1.weight", p, {d}, "[d]");
-    t.Add(n + "ln_1.bias", p, {d}, "[d]");
-    t.Add(n + "attn.c_attn.weight", p, {3 * d, d}, "[3d, d]");
-    t.Add(n + "attn.c_attn.bias", p, {3 * d}, "[3d]");
-    t.Add(n + "attn.c_proj.weight", p, {d, d}, "[d, d]");
-    t.Add(n + "attn.c_proj.bias", p, {d}, "[d]");
-    t.Add(n + "ln_2.weight", p, {d}, "[d]");
-    t.Add(n + "ln_2.bias", p, {d}, "[d]");
-    t.Add(n + "mlp.c_fc.weight", p, {4 * d, d}, "[4d, d]");
-    t.Add(n + "mlp.c_fc.bias", p, {4 * d}, "[4d]");
-    t.Add(n + "mlp.c_proj.weight", p, {d, 4 * d}, "[d, 4d]");
-    t.Add(n + "mlp.c_proj.bias", p, {d}, "[d]");
+    t.Add(n + "ln_1.weight", p, {d}, "[d]", f);
+    t.Add(n + "ln_1.bias", p, {d}, "[d]", f);
+    t.Add(n + "attn.c_attn.weight", p, {3 * d, d}, "[3d, d]", f);
+    t.Add(n + "attn.c_attn.bias", p, {3 * d}, "[3d]", f);
+    t.Add(n + "attn.c_proj.weight", p, {d, d}, "[d, d]", f);
+    t.Add(n + "attn.c_proj.bias", p, {d}, "[d]", f);
+    t.Add(n + "ln_2.weight", p, {d}, "[d]", f);
+    t.Add(n + "ln_2.bias", p, {d}, "[d]", f);
+    t.Add(n + "mlp.c_fc.weight", p, {4 * d, d}, "[4d, d]", f);
+    t.Add(n + "mlp.c_fc.bias", p, {4 * d}, "[4d]", f);
+    t.Add(n + "mlp.c_proj.weight", p, {d, 4 * d}, "[d, 4d]", f);
+    t.Add(n + "mlp.c_proj.bias", p, {d}, "[d]", f);
   }
-  t.Add("ln_f.weight", p, {d}, "[d]");
-  t.Add("ln_f.bias", p, {d}, "[d]");
+  t.Add("ln_f.weight", p, {d}, "[d]", f);
+  t.Add("ln_f.bias", p, {d}, "[d]", f);
   // The output projection is wte.weight itself (tied): no row of its own.
 
   t.Add("positions", s, {T}, "[T]", Dtype::kInt64);
   t.Add("causal mask", s, {T, T}, "[T, T]", Dtype::kBool);
-  if (dropout) t.Add("embedding dropout noise", s, {b, T, d}, "[B, T, d]");
+  if (dropout) t.Add("embedding dropout noise", s, {b, T, d}, "[B, T, d]", f);
   if (checkpoint_blocks) t.blocks = static_cast<int32_t>(c.layers);
   for (int64_t i = 0; i < c.layers; ++i) {
     const std::string n = "h." + std::to_string(i) + ".";
@@ -83,55 +109,73 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks) {
         checkpoint_blocks ? RowKind::kRecomputed : RowKind::kSaved;
     if (checkpoint_blocks) {
       t.Add("h." + std::to_string(i) + " input (kept by the checkpoint)", s,
-            {b, T, d}, "[B, T, d]");
+            {b, T, d}, "[B, T, d]", f);
     } else {
-      t.Add(n + "ln_1 input (residual)", s, {b, T, d}, "[B, T, d]");
+      t.Add(n + "ln_1 input (residual)", s, {b, T, d}, "[B, T, d]", f);
     }
-    t.Add(n + "ln_1 mean", own, {b, T, 1}, "[B, T, 1]");
-    t.Add(n + "ln_1 rstd", own, {b, T, 1}, "[B, T, 1]");
-    t.Add(n + "ln_1 output (c_attn input)", own, {b, T, d}, "[B, T, d]");
-    t.Add(n + "attn q copy", own, {b * h, T, hd}, "[B*h, T, d/h]");
-    t.Add(n + "attn k^T copy", own, {b * h, hd, T}, "[B*h, d/h, T]");
-    t.Add(n + "attn softmax output", own, {b, h, T, T}, "[B, h, T, T]");
+    t.Add(n + "ln_1 mean", own, {b, T, 1}, "[B, T, 1]", f);
+    t.Add(n + "ln_1 rstd", own, {b, T, 1}, "[B, T, 1]", f);
+    t.Add(n + ln_out(1, "c_attn"), own, {b, T, d}, "[B, T, d]", lo);
+    t.Add(n + "attn q copy", own, {b * h, T, hd}, "[B*h, T, d/h]", lo);
+    t.Add(n + "attn k^T copy", own, {b * h, hd, T}, "[B*h, d/h, T]", lo);
+    t.Add(n + "attn softmax output", own, {b, h, T, T}, "[B, h, T, T]", lo);
     if (dropout) {
-      t.Add(n + "attn dropout noise", own, {b, h, T, T}, "[B, h, T, T]");
-      t.Add(n + "attn dropout output", own, {b, h, T, T}, "[B, h, T, T]");
+      t.Add(n + "attn dropout noise", own, {b, h, T, T}, "[B, h, T, T]", lo);
+      t.Add(n + "attn dropout output", own, {b, h, T, T}, "[B, h, T, T]", lo);
     }
-    t.Add(n + "attn v copy", own, {b * h, T, hd}, "[B*h, T, d/h]");
-    t.Add(n + "attn heads (c_proj input)", own, {b, T, d}, "[B, T, d]");
+    t.Add(n + "attn v copy", own, {b * h, T, hd}, "[B*h, T, d/h]", lo);
+    t.Add(n + "attn heads (c_proj input)", own, {b, T, d}, "[B, T, d]", lo);
     if (dropout)
-      t.Add(n + "attn residual dropout noise", own, {b, T, d}, "[B, T, d]");
-    t.Add(n + "ln_2 input (residual)", own, {b, T, d}, "[B, T, d]");
-    t.Add(n + "ln_2 mean", own, {b, T, 1}, "[B, T, 1]");
-    t.Add(n + "ln_2 rstd", own, {b, T, 1}, "[B, T, 1]");
-    t.Add(n + "ln_2 output (c_fc input)", own, {b, T, d}, "[B, T, d]");
-    t.Add(n + "mlp c_fc output (gelu input)", own, {b, T, 4 * d}, "[B, T, 4d]");
+      t.Add(n + "attn residual dropout noise", own, {b, T, d}, "[B, T, d]", lo);
+    t.Add(n + "ln_2 input (residual)", own, {b, T, d}, "[B, T, d]", f);
+    t.Add(n + "ln_2 mean", own, {b, T, 1}, "[B, T, 1]", f);
+    t.Add(n + "ln_2 rstd", own, {b, T, 1}, "[B, T, 1]", f);
+    t.Add(n + ln_out(2, "c_fc"), own, {b, T, d}, "[B, T, d]", lo);
+    t.Add(n + "mlp c_fc output (gelu input)", own, {b, T, 4 * d}, "[B, T, 4d]",
+          lo);
     t.Add(n + "mlp gelu output (c_proj input)", own, {b, T, 4 * d},
-          "[B, T, 4d]");
+          "[B, T, 4d]", lo);
     if (dropout)
-      t.Add(n + "mlp residual dropout noise", own, {b, T, d}, "[B, T, d]");
+      t.Add(n + "mlp residual dropout noise", own, {b, T, d}, "[B, T, d]", lo);
     if (checkpoint_blocks) {
-      t.Add(n + "rerun output", own, {b, T, d}, "[B, T, d]");
+      t.Add(n + "rerun output", own, {b, T, d}, "[B, T, d]", f);
+    }
+    if (dt.autocast) {  // Note [GPT under autocast]
+      const RowKind cast =
+          checkpoint_blocks ? RowKind::kRecomputedCast : RowKind::kWeightCast;
+      t.Add(n + "attn.c_attn.weight's bfloat16 copy", cast, {d, 3 * d},
+            "[d, 3d]", lo);
+      t.Add(n + "attn.c_proj.weight's bfloat16 copy", cast, {d, d}, "[d, d]",
+            lo);
+      t.Add(n + "mlp.c_fc.weight's bfloat16 copy", cast, {d, 4 * d},
+            "[d, 4d]", lo);
+      t.Add(n + "mlp.c_proj.weight's bfloat16 copy", cast, {4 * d, d},
+            "[4d, d]", lo);
     }
     t.SetBlock(first, static_cast<int32_t>(i));
   }
   // Freed by their backward, before any block's (Note [Checkpointed
   // activations]).
   const size_t after_blocks = t.rows.size();
-  t.Add("ln_f input (residual)", s, {b, T, d}, "[B, T, d]");
-  t.Add("ln_f mean", s, {b, T, 1}, "[B, T, 1]");
-  t.Add("ln_f rstd", s, {b, T, 1}, "[B, T, 1]");
-  t.Add("ln_f output (lm head input)", s, {b, T, d}, "[B, T, d]");
-  t.Add("log_softmax output", s, {b * T, c.vocab}, "[B*T, V]");
-  t.Add("nll_loss total_weight", s, {}, "[]");
+  t.Add("ln_f input (residual)", s, {b, T, d}, "[B, T, d]", f);
+  t.Add("ln_f mean", s, {b, T, 1}, "[B, T, 1]", f);
+  t.Add("ln_f rstd", s, {b, T, 1}, "[B, T, 1]", f);
+  t.Add(ln_out(0, "lm head"), s, {b, T, d}, "[B, T, d]", lo);
+  if (dt.autocast) {
+    t.Add("wte.weight's bfloat16 copy (lm head)", RowKind::kWeightCast,
+          {d, c.vocab}, "[d, V]", lo);
+  }
+  t.Add("log_softmax output", s, {b * T, c.vocab}, "[B*T, V]", f);
+  t.Add("nll_loss total_weight", s, {}, "[]", f);
   t.SetBlock(after_blocks, SizeRow::kNoBlock);
-  t.Add("loss", s, {}, "[]");
+  t.Add("loss", s, {}, "[]", f);
 
   // Backward peaks at its first nodes: nll_loss's gradient and
   // log_softmax's, both [B*T, V], live together with every saved tensor.
-  t.Add("nll_loss gradient", RowKind::kWorkspace, {b * T, c.vocab}, "[B*T, V]");
+  t.Add("nll_loss gradient", RowKind::kWorkspace, {b * T, c.vocab}, "[B*T, V]",
+        f);
   t.Add("log_softmax gradient", RowKind::kWorkspace, {b * T, c.vocab},
-        "[B*T, V]");
+        "[B*T, V]", f);
   // Checkpointed, each block's backward peaks at its first node, the MLP's
   // c_proj, just after the rerun: its input and weight gradients, with the
   // gradient flowing into the block, the loss's gradient and the tied
@@ -141,12 +185,13 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks) {
     const std::string n = "h." + std::to_string(i) + " backward: ";
     const auto w = RowKind::kWorkspace;
     const size_t first = t.rows.size();
-    t.Add(n + "gradient into the block", w, {b, T, d}, "[B, T, d]");
-    t.Add(n + "mlp c_proj input gradient", w, {b, T, 4 * d}, "[B, T, 4d]");
-    t.Add(n + "mlp c_proj weight gradient", w, {d, 4 * d}, "[d, 4d]");
+    t.Add(n + "gradient into the block", w, {b, T, d}, "[B, T, d]", f);
+    t.Add(n + "mlp c_proj input gradient", w, {b, T, 4 * d}, "[B, T, 4d]",
+          lo);
+    t.Add(n + "mlp c_proj weight gradient", w, {d, 4 * d}, "[d, 4d]", f);
     t.Add(n + "wte gradient from the output projection", w, {c.vocab, d},
-          "[V, d]");
-    t.Add(n + "loss gradient", w, {}, "[]");
+          "[V, d]", f);
+    t.Add(n + "loss gradient", w, {}, "[]", f);
     t.SetBlock(first, i);
   }
 
@@ -158,11 +203,12 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks) {
   for (const char* name : {"wte gradient from the output projection",
                            "wte gradient from the embedding", "their sum"}) {
     t.Add(std::string("embeddings backward: ") + name, RowKind::kWorkspace,
-          {c.vocab, d}, "[V, d]");
+          {c.vocab, d}, "[V, d]", f);
   }
   t.Add("embeddings backward: wpe gradient", RowKind::kWorkspace, {T, d},
-        "[T, d]");
-  t.Add("embeddings backward: loss gradient", RowKind::kWorkspace, {}, "[]");
+        "[T, d]", f);
+  t.Add("embeddings backward: loss gradient", RowKind::kWorkspace, {}, "[]",
+        f);
   t.SetBlock(late, SizeRow::kNoBlock);
 
   t.Add("token ids", RowKind::kInput, {b, T}, "[B, T]", Dtype::kInt64);

@@ -5,7 +5,8 @@
 
 namespace memprof {
 
-SizeTable MlpSizeTable(const MlpConfig& c, int64_t b) {
+SizeTable MlpSizeTable(const MlpConfig& c, int64_t b, Precision precision) {
+  const RowDtypes dt(precision);
   SizeTable t;
   t.symbols =
       "B = micro-batch, I = mlp.input, H = mlp.hidden, "
@@ -16,14 +17,16 @@ SizeTable MlpSizeTable(const MlpConfig& c, int64_t b) {
   std::string width_terms = "I";
   for (int64_t i = 0; i < c.depth; ++i) {
     const std::string name = "layers." + std::to_string(2 * i);
-    t.Add(name + ".weight", p, {c.hidden, width}, "[H, " + width_terms + "]");
-    t.Add(name + ".bias", p, {c.hidden}, "[H]");
+    t.Add(name + ".weight", p, {c.hidden, width}, "[H, " + width_terms + "]",
+          dt.state);
+    t.Add(name + ".bias", p, {c.hidden}, "[H]", dt.state);
     width = c.hidden;
     width_terms = "H";
   }
   const std::string last = "layers." + std::to_string(2 * c.depth);
-  t.Add(last + ".weight", p, {c.output, width}, "[O, " + width_terms + "]");
-  t.Add(last + ".bias", p, {c.output}, "[O]");
+  t.Add(last + ".weight", p, {c.output, width}, "[O, " + width_terms + "]",
+        dt.state);
+  t.Add(last + ".bias", p, {c.output}, "[O]", dt.state);
 
   // Each ReLU keeps its output (threshold_backward needs it); the next
   // Linear's addmm keeps the same tensor as its input. The first Linear keeps
@@ -33,21 +36,58 @@ SizeTable MlpSizeTable(const MlpConfig& c, int64_t b) {
   // Each hidden layer i is a block (SizeTable::blocks): relu i's output is
   // held until layer i + 1's backward; log_softmax's output and
   // total_weight are freed before the first layer's.
+  //
+  // Under bf16-autocast (Note [MLP under autocast]) the first Linear keeps
+  // the batch's bfloat16 copy instead, the ReLUs' outputs are bfloat16,
+  // and each Linear after the first keeps its weight's bfloat16 copy.
   t.blocks = static_cast<int32_t>(c.depth);
+  if (dt.autocast) {
+    t.Add("input's bfloat16 copy (layers.0 input)", s, {b, c.input}, "[B, I]",
+          dt.low);
+    t.SetBlock(t.rows.size() - 1, 0);
+  }
   for (int64_t i = 0; i < c.depth; ++i) {
-    t.Add("relu " + std::to_string(i) + " output", s, {b, c.hidden}, "[B, H]");
+    t.Add("relu " + std::to_string(i) + " output", s, {b, c.hidden}, "[B, H]",
+          dt.low);
     t.SetBlock(t.rows.size() - 1, static_cast<int32_t>(i + 1));
   }
   const size_t after_blocks = t.rows.size();
-  t.Add("log_softmax output", s, {b, c.output}, "[B, O]");
-  t.Add("nll_loss total_weight", s, {}, "[]");
+  t.Add("log_softmax output", s, {b, c.output}, "[B, O]", dt.state);
+  t.Add("nll_loss total_weight", s, {}, "[]", dt.state);
   t.SetBlock(after_blocks, SizeRow::kNoBlock);
-  t.Add("loss", s, {}, "[]");
+  t.Add("loss", s, {}, "[]", dt.state);
+
+  // Note [MLP under autocast]
+  // LibTorch's Linear is addmm(bias, x, weight.t()): autocast casts the
+  // transposed view, which its cache does not keep (only leaves), so each
+  // weight copy lives as long as addmm keeps it: until the layer's
+  // backward, except the first layer's (its input needs no gradient, so
+  // addmm keeps only the input), freed at once. The biases are leaves:
+  // the cache keeps their copies until the forward's region ends.
+  if (dt.autocast) {
+    const auto w = RowKind::kWeightCast;
+    for (int64_t i = 0; i <= c.depth; ++i) {
+      const std::string name = "layers." + std::to_string(2 * i);
+      const bool last = i == c.depth;
+      const int64_t out = last ? c.output : c.hidden;
+      const std::string o = last ? "O" : "H";
+      if (i > 0) {
+        t.Add(name + ".weight's bfloat16 copy", w, {out, c.hidden},
+              "[" + o + ", H]", dt.low);
+        t.SetBlock(t.rows.size() - 1,
+                   last ? SizeRow::kNoBlock : static_cast<int32_t>(i));
+      }
+      t.Add(name + ".bias's bfloat16 copy", w, {out}, "[" + o + "]", dt.low);
+      t.SetBlock(t.rows.size() - 1, SizeRow::kForwardOnly);
+    }
+  }
 
   // Backward starts with nll_loss's and then log_softmax's gradient, both
   // live while log_softmax's backward runs, with every saved tensor.
-  t.Add("nll_loss gradient", RowKind::kWorkspace, {b, c.output}, "[B, O]");
-  t.Add("log_softmax gradient", RowKind::kWorkspace, {b, c.output}, "[B, O]");
+  t.Add("nll_loss gradient", RowKind::kWorkspace, {b, c.output}, "[B, O]",
+        dt.state);
+  t.Add("log_softmax gradient", RowKind::kWorkspace, {b, c.output}, "[B, O]",
+        dt.state);
   // Hidden layer i's backward, at its Linear: the gradient into its ReLU
   // and out of it, the weight's and bias's fresh gradients (added into
   // .grad after; with SGD the step peaks here), and the loss's gradient.
@@ -57,15 +97,22 @@ SizeTable MlpSizeTable(const MlpConfig& c, int64_t b) {
     const std::string in_terms = i == 0 ? "I" : "H";
     const auto w = RowKind::kWorkspace;
     const size_t first = t.rows.size();
-    t.Add(n + "relu output gradient", w, {b, c.hidden}, "[B, H]");
-    t.Add(n + "relu input gradient", w, {b, c.hidden}, "[B, H]");
-    t.Add(n + "weight gradient", w, {c.hidden, in}, "[H, " + in_terms + "]");
-    t.Add(n + "bias gradient", w, {c.hidden}, "[H]");
-    t.Add(n + "loss gradient", w, {}, "[]");
+    t.Add(n + "relu output gradient", w, {b, c.hidden}, "[B, H]", dt.low);
+    t.Add(n + "relu input gradient", w, {b, c.hidden}, "[B, H]", dt.low);
+    // In bfloat16 modes the matmul's gradient is bfloat16; under autocast
+    // its float32 copy (what is added into .grad) is made while it lives.
+    t.Add(n + "weight gradient", w, {c.hidden, in}, "[H, " + in_terms + "]",
+          dt.low);
+    t.Add(n + "bias gradient", w, {c.hidden}, "[H]", dt.low);
+    if (dt.autocast) {
+      t.Add(n + "weight gradient's float32 copy", w, {c.hidden, in},
+            "[H, " + in_terms + "]", dt.state);
+    }
+    t.Add(n + "loss gradient", w, {}, "[]", dt.state);
     t.SetBlock(first, static_cast<int32_t>(i));
   }
 
-  t.Add("input", RowKind::kInput, {b, c.input}, "[B, I]");
+  t.Add("input", RowKind::kInput, {b, c.input}, "[B, I]", dt.state);
   t.Add("target", RowKind::kInput, {b}, "[B]", Dtype::kInt64);
   return t;
 }

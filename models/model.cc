@@ -7,7 +7,9 @@
 
 namespace memprof {
 
-std::unique_ptr<TrainableModel> BuildModel(const RunConfig& config) {
+namespace {
+
+std::unique_ptr<TrainableModel> Build(const RunConfig& config) {
   if (config.model == "mlp") return std::make_unique<MlpModel>(config.mlp);
   const bool checkpoint_blocks =
       config.train.activation_checkpointing == "blocks";
@@ -19,6 +21,23 @@ std::unique_ptr<TrainableModel> BuildModel(const RunConfig& config) {
   }
   throw ConfigError("model", "unknown model '" + config.model +
                                  "'; known models: " + kKnownModels);
+}
+
+}  // namespace
+
+void TrainableModel::ConvertTo(torch::Dtype dtype) {
+  torch::NoGradGuard no_grad;
+  for (torch::Tensor t : module().parameters()) t.set_data(t.to(dtype));
+  for (torch::Tensor t : module().buffers()) {
+    if (t.is_floating_point()) t.set_data(t.to(dtype));
+  }
+  float_dtype_ = dtype;
+}
+
+std::unique_ptr<TrainableModel> BuildModel(const RunConfig& config) {
+  std::unique_ptr<TrainableModel> model = Build(config);
+  if (config.train.dtype == "bfloat16") model->ConvertTo(torch::kBFloat16);
+  return model;
 }
 
 }  // namespace memprof

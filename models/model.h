@@ -19,13 +19,25 @@ class TrainableModel {
  public:
   virtual ~TrainableModel() = default;
   virtual torch::nn::Module& module() = 0;
-  // Random data for one step, drawn from the default generator.
+  // Random data for one step, drawn from the default generator; floating
+  // inputs in float_dtype().
   virtual Batch MakeBatch(int64_t micro_batch) = 0;
   // Forward pass and scalar loss.
   virtual torch::Tensor Loss(const Batch& batch) = 0;
+
+  // The dtype of the parameters, floating buffers and floating inputs:
+  // bfloat16 under train.dtype = bfloat16, float32 otherwise.
+  torch::Dtype float_dtype() const { return float_dtype_; }
+  // Converts the module's floating parameters and buffers (integer and
+  // bool buffers stay as they are), and the inputs MakeBatch draws.
+  void ConvertTo(torch::Dtype dtype);
+
+ private:
+  torch::Dtype float_dtype_ = torch::kFloat32;
 };
 
-// Throws ConfigError for an unknown config.model.
+// Throws ConfigError for an unknown config.model. Under train.dtype =
+// bfloat16 the model is converted (ConvertTo) before it is returned.
 std::unique_ptr<TrainableModel> BuildModel(const RunConfig& config);
 
 }  // namespace memprof

@@ -129,7 +129,8 @@ ResnetModel::ResnetModel(const ResnetConfig& config, bool checkpoint_blocks)
 
 Batch ResnetModel::MakeBatch(int64_t micro_batch) {
   return Batch{
-      torch::randn({micro_batch, 3, config_.resolution, config_.resolution}),
+      torch::randn({micro_batch, 3, config_.resolution, config_.resolution},
+                   torch::dtype(float_dtype())),
       torch::randint(config_.classes, {micro_batch}, torch::kLong)};
 }
 

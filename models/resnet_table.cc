@@ -42,28 +42,30 @@ namespace {
 
 // Rows of one BatchNorm2d over c channels: parameters, then buffers.
 void AddBatchNorm(SizeTable& t, const std::string& name, int64_t c,
-                  const std::string& terms) {
-  t.Add(name + ".weight", RowKind::kParameter, {c}, "[" + terms + "]");
-  t.Add(name + ".bias", RowKind::kParameter, {c}, "[" + terms + "]");
+                  const std::string& terms, Dtype f) {
+  t.Add(name + ".weight", RowKind::kParameter, {c}, "[" + terms + "]", f);
+  t.Add(name + ".bias", RowKind::kParameter, {c}, "[" + terms + "]", f);
 }
 
 void AddBatchNormBuffers(SizeTable& t, const std::string& name, int64_t c,
-                         const std::string& terms) {
-  t.Add(name + ".running_mean", RowKind::kBuffer, {c}, "[" + terms + "]");
-  t.Add(name + ".running_var", RowKind::kBuffer, {c}, "[" + terms + "]");
+                         const std::string& terms, Dtype f) {
+  t.Add(name + ".running_mean", RowKind::kBuffer, {c}, "[" + terms + "]", f);
+  t.Add(name + ".running_var", RowKind::kBuffer, {c}, "[" + terms + "]", f);
   t.Add(name + ".num_batches_tracked", RowKind::kBuffer, {}, "[]",
         Dtype::kInt64);
 }
 
 // A BatchNorm in training keeps its input and per-channel mean and inverse
-// standard deviation.
+// standard deviation (float32 when its input is bfloat16 and its
+// parameters float32).
 void AddBatchNormSaved(SizeTable& t, const std::string& name, int64_t b,
                        int64_t c, int64_t side, const std::string& c_terms,
-                       const std::string& side_terms, RowKind kind) {
+                       const std::string& side_terms, RowKind kind,
+                       const RowDtypes& dt) {
   t.Add(name + " input", kind, {b, c, side, side},
-        "[B, " + c_terms + ", " + side_terms + ", " + side_terms + "]");
-  t.Add(name + " save_mean", kind, {c}, "[" + c_terms + "]");
-  t.Add(name + " save_invstd", kind, {c}, "[" + c_terms + "]");
+        "[B, " + c_terms + ", " + side_terms + ", " + side_terms + "]", dt.low);
+  t.Add(name + " save_mean", kind, {c}, "[" + c_terms + "]", dt.state);
+  t.Add(name + " save_invstd", kind, {c}, "[" + c_terms + "]", dt.state);
 }
 
 // A channel count in units of resnet.width: "w", "2w", "4w" ...
@@ -75,7 +77,7 @@ std::string WidthTerms(int64_t multiple) {
 // parameters (the convolutions have no bias), then its children; the
 // buffers of every BatchNorm come after all parameters.
 void AddResnetParameters(SizeTable& t, const ResnetConfig& c,
-                         const ResnetStages& stages) {
+                         const ResnetStages& stages, Dtype f) {
   const int64_t e = stages.expansion();
   const auto p = RowKind::kParameter;
   struct BatchNormRow {
@@ -89,8 +91,8 @@ void AddResnetParameters(SizeTable& t, const ResnetConfig& c,
                      const std::string& out_terms, int64_t k) {
     const std::string ks = std::to_string(k);
     t.Add(conv + ".weight", p, {out, in, k, k},
-          "[" + out_terms + ", " + in_terms + ", " + ks + ", " + ks + "]");
-    AddBatchNorm(t, bn, out, out_terms);
+          "[" + out_terms + ", " + in_terms + ", " + ks + ", " + ks + "]", f);
+    AddBatchNorm(t, bn, out, out_terms, f);
     batch_norms.push_back({bn, out, out_terms});
   };
   conv_bn("conv1", "bn1", 3, "3", c.width, "w", 7);
@@ -122,10 +124,10 @@ void AddResnetParameters(SizeTable& t, const ResnetConfig& c,
       in_terms = out_terms;
     }
   }
-  t.Add("fc.weight", p, {c.classes, in}, "[K, " + in_terms + "]");
-  t.Add("fc.bias", p, {c.classes}, "[K]");
+  t.Add("fc.weight", p, {c.classes, in}, "[K, " + in_terms + "]", f);
+  t.Add("fc.bias", p, {c.classes}, "[K]", f);
   for (const BatchNormRow& bn : batch_norms) {
-    AddBatchNormBuffers(t, bn.name, bn.channels, bn.terms);
+    AddBatchNormBuffers(t, bn.name, bn.channels, bn.terms, f);
   }
 }
 
@@ -143,6 +145,19 @@ void AddResnetParameters(SizeTable& t, const ResnetConfig& c,
 // mean, which keeps nothing, and fc keeps the pooled [B, C] features. Then
 // log_softmax's output [B, classes], nll_loss's total_weight and the loss.
 //
+// Note [ResNet under autocast]
+// Under bf16-autocast each convolution runs in bfloat16: the stem casts
+// the images (the copy is what conv1 keeps) and every conv weight, a leaf,
+// whose copy autocast's cache keeps until the forward's region ends and
+// the convolution keeps until its backward (weight_casts). BatchNorm runs
+// on the bfloat16 maps with its float32 parameters: its output is
+// bfloat16, its saved statistics float32. fc is addmm(bias, x,
+// weight.t()): the transposed weight's copy (not cached) is kept until
+// fc's backward, the bias's cached copy until the region ends. The loss
+// is float32. Checkpointed, the forward's copies of the blocks' weights
+// live in the cache alone (autograd is off) until the region ends; each
+// rerun makes its block's again.
+//
 // Checkpointed residual blocks (Note [Checkpointed activations] in
 // gpt_table.cc): forward keeps the stem's rows and each block's input; a
 // block's rerun saves all of its plain rows again (its output among them,
@@ -152,19 +167,23 @@ void AddResnetParameters(SizeTable& t, const ResnetConfig& c,
 // Saved for backward at micro-batch b (Note [ResNet saved tensors]).
 void AddResnetSaved(SizeTable& t, const ResnetConfig& c, int64_t b,
                     const ResnetStages& stages, const ResnetResolutions& res,
-                    bool checkpoint_blocks) {
+                    bool checkpoint_blocks, const RowDtypes& dt) {
   const int64_t e = stages.expansion();
   const auto saved = RowKind::kSaved;
   // A block's own rows: saved by its forward, or by its rerun.
   const auto s = checkpoint_blocks ? RowKind::kRecomputed : RowKind::kSaved;
-  AddBatchNormSaved(t, "bn1", b, c.width, res.stem, "w", "S0", saved);
+  if (dt.autocast) {  // Note [ResNet under autocast]
+    t.Add("images' bfloat16 copy (conv1 input)", saved,
+          {b, 3, c.resolution, c.resolution}, "[B, 3, R, R]", dt.low);
+  }
+  AddBatchNormSaved(t, "bn1", b, c.width, res.stem, "w", "S0", saved, dt);
   t.Add("relu output (maxpool input)", saved, {b, c.width, res.stem, res.stem},
-        "[B, w, S0, S0]");
+        "[B, w, S0, S0]", dt.low);
   t.Add("maxpool indices", saved, {b, c.width, res.pooled, res.pooled},
         "[B, w, S1, S1]", Dtype::kInt64);
   if (!checkpoint_blocks) {
     t.Add("maxpool output (layer1 input)", saved,
-          {b, c.width, res.pooled, res.pooled}, "[B, w, S1, S1]");
+          {b, c.width, res.pooled, res.pooled}, "[B, w, S1, S1]", dt.low);
     t.SetBlock(t.rows.size() - 1, 0);  // kept by layer1.0's first conv
   }
   int64_t in = c.width;
@@ -186,29 +205,49 @@ void AddResnetSaved(SizeTable& t, const ResnetConfig& c, int64_t b,
       if (checkpoint_blocks) {
         t.Add(name + " input (kept by the checkpoint)", saved,
               {b, in, side_in, side_in},
-              "[B, " + in_terms + ", " + Sin + ", " + Sin + "]");
+              "[B, " + in_terms + ", " + Sin + ", " + Sin + "]", dt.low);
       }
       // In a stage's first block the stride-2 conv halves the side.
       const int64_t first_side = stages.bottleneck ? side_in : side;
       const std::string first_terms = stages.bottleneck ? Sin : S;
       AddBatchNormSaved(t, n + "bn1", b, width, first_side, WidthTerms(mw),
-                        first_terms, s);
+                        first_terms, s, dt);
       t.Add(n + "relu1 output (conv2 input)", s,
             {b, width, first_side, first_side},
             "[B, " + WidthTerms(mw) + ", " + first_terms + ", " + first_terms +
-                "]");
-      AddBatchNormSaved(t, n + "bn2", b, width, side, WidthTerms(mw), S, s);
+                "]",
+            dt.low);
+      AddBatchNormSaved(t, n + "bn2", b, width, side, WidthTerms(mw), S, s,
+                        dt);
       if (stages.bottleneck) {
         t.Add(n + "relu2 output (conv3 input)", s, {b, width, side, side},
-              "[B, " + WidthTerms(mw) + ", " + S + ", " + S + "]");
-        AddBatchNormSaved(t, n + "bn3", b, out, side, WidthTerms(mw * e), S, s);
+              "[B, " + WidthTerms(mw) + ", " + S + ", " + S + "]", dt.low);
+        AddBatchNormSaved(t, n + "bn3", b, out, side, WidthTerms(mw * e), S, s,
+                          dt);
       }
       if (j == 0 && (stage > 0 || in != out)) {
         AddBatchNormSaved(t, n + "downsample.1", b, out, side,
-                          WidthTerms(mw * e), S, s);
+                          WidthTerms(mw * e), S, s, dt);
       }
       t.Add(n + "block output", s, {b, out, side, side},
-            "[B, " + WidthTerms(mw * e) + ", " + S + ", " + S + "]");
+            "[B, " + WidthTerms(mw * e) + ", " + S + ", " + S + "]", dt.low);
+      if (dt.autocast) {
+        // The block's conv weights' copies: held until its backward (from
+        // its rerun, when checkpointed).
+        std::vector<SizeRow> casts;
+        for (const SizeRow& row : t.rows) {
+          if (row.kind == RowKind::kParameter && row.shape.size() == 4 &&
+              row.name.rfind(n, 0) == 0) {
+            casts.push_back(row);
+          }
+        }
+        for (const SizeRow& row : casts) {
+          t.Add(row.name + "'s bfloat16 copy",
+                checkpoint_blocks ? RowKind::kRecomputedCast
+                                  : RowKind::kWeightCast,
+                row.shape, row.terms, dt.low);
+        }
+      }
       t.SetBlock(first, block);
       ++block;
       in = out;
@@ -220,11 +259,35 @@ void AddResnetSaved(SizeTable& t, const ResnetConfig& c, int64_t b,
   // Freed by their backward, before any block's.
   const size_t after_blocks = t.rows.size();
   t.Add("pooled features (fc input)", saved, {b, in},
-        "[B, " + WidthTerms(8 * e) + "]");
-  t.Add("log_softmax output", saved, {b, c.classes}, "[B, K]");
-  t.Add("nll_loss total_weight", saved, {}, "[]");
+        "[B, " + WidthTerms(8 * e) + "]", dt.low);
+  t.Add("log_softmax output", saved, {b, c.classes}, "[B, K]", dt.state);
+  t.Add("nll_loss total_weight", saved, {}, "[]", dt.state);
+  if (dt.autocast) {
+    t.Add("fc.weight's bfloat16 copy", RowKind::kWeightCast, {in, c.classes},
+          "[" + WidthTerms(8 * e) + ", K]", dt.low);
+  }
   t.SetBlock(after_blocks, SizeRow::kNoBlock);
-  t.Add("loss", saved, {}, "[]");
+  if (dt.autocast) {
+    t.Add("fc.bias's bfloat16 copy", RowKind::kWeightCast, {c.classes}, "[K]",
+          dt.low);
+    t.SetBlock(t.rows.size() - 1, SizeRow::kForwardOnly);
+    // The stem conv's copy, held until the stem's backward, the last.
+    t.Add("conv1.weight's bfloat16 copy", RowKind::kWeightCast,
+          {c.width, 3, 7, 7}, "[w, 3, 7, 7]", dt.low);
+    if (checkpoint_blocks) {
+      // The forward's copies of the blocks' conv weights, made with
+      // autograd off: only the cache keeps them, until the region ends.
+      std::vector<SizeRow> reruns;
+      for (const SizeRow& row : t.rows) {
+        if (row.kind == RowKind::kRecomputedCast) reruns.push_back(row);
+      }
+      for (const SizeRow& row : reruns) {
+        t.Add(row.name, RowKind::kWeightCast, row.shape, row.terms, dt.low);
+        t.SetBlock(t.rows.size() - 1, SizeRow::kForwardOnly);
+      }
+    }
+  }
+  t.Add("loss", saved, {}, "[]", dt.state);
 }
 
 // Backward peaks in the last stage, with nearly every saved tensor still
@@ -236,7 +299,7 @@ void AddResnetSaved(SizeTable& t, const ResnetConfig& c, int64_t b,
 // parameter rows already in `t`.
 void AddResnetBackwardPeak(SizeTable& t, const ResnetConfig& c, int64_t b,
                            const ResnetStages& stages,
-                           const ResnetResolutions& res) {
+                           const ResnetResolutions& res, const RowDtypes& dt) {
   int64_t largest_conv = 0;
   std::vector<int64_t> largest_shape;
   std::string largest_terms;
@@ -253,13 +316,13 @@ void AddResnetBackwardPeak(SizeTable& t, const ResnetConfig& c, int64_t b,
   const std::string last_map = "[B, " + WidthTerms(8 * e) + ", S4, S4]";
   const int64_t side4 = res.stage[3];
   t.Add("largest last-stage conv weight, oneDNN layout", RowKind::kWorkspace,
-        largest_shape, largest_terms);
+        largest_shape, largest_terms, dt.low);
   t.Add("its weight gradient", RowKind::kWorkspace, largest_shape,
-        largest_terms);
+        largest_terms, dt.low);
   for (const char* name :
        {"block output gradient", "relu gradient", "BatchNorm input gradient"}) {
     t.Add(std::string("last block: ") + name, RowKind::kWorkspace,
-          {b, last_channels, side4, side4}, last_map);
+          {b, last_channels, side4, side4}, last_map, dt.low);
   }
 }
 
@@ -272,7 +335,8 @@ void AddResnetBackwardPeak(SizeTable& t, const ResnetConfig& c, int64_t b,
 // loss's gradient. Measured on oneDNN convolutions, as the plain peak.
 void AddResnetRecomputePeaks(SizeTable& t, const ResnetConfig& c, int64_t b,
                              const ResnetStages& stages,
-                             const ResnetResolutions& res) {
+                             const ResnetResolutions& res,
+                             const RowDtypes& dt) {
   auto padded = [](int64_t channels) { return (channels + 15) / 16 * 16; };
   const auto w = RowKind::kWorkspace;
   int32_t block = 0;
@@ -291,17 +355,19 @@ void AddResnetRecomputePeaks(SizeTable& t, const ResnetConfig& c, int64_t b,
       const size_t first = t.rows.size();
       for (const char* name : {"block output gradient", "relu gradient",
                                "BatchNorm input gradient"}) {
-        t.Add(n + name, w, {b, out, side, side}, "[B, " + o + map);
+        t.Add(n + name, w, {b, out, side, side}, "[B, " + o + map, dt.low);
       }
       t.Add(n + "last conv output gradient, oneDNN layout", w,
-            {b, padded(out), side, side}, "[B, pad16(" + o + ")" + map);
+            {b, padded(out), side, side}, "[B, pad16(" + o + ")" + map, dt.low);
       t.Add(n + "last conv weight, oneDNN layout", w,
             {padded(out), padded(width), k, k},
             "[pad16(" + o + "), pad16(" + i + "), " + std::to_string(k) + ", " +
-                std::to_string(k) + "]");
+                std::to_string(k) + "]",
+            dt.low);
       t.Add(n + "last conv input gradient, oneDNN layout", w,
-            {b, padded(width), side, side}, "[B, pad16(" + i + ")" + map);
-      t.Add(n + "loss gradient", w, {}, "[]");
+            {b, padded(width), side, side}, "[B, pad16(" + i + ")" + map,
+            dt.low);
+      t.Add(n + "loss gradient", w, {}, "[]", dt.state);
       t.SetBlock(first, block);
     }
   }
@@ -310,19 +376,20 @@ void AddResnetRecomputePeaks(SizeTable& t, const ResnetConfig& c, int64_t b,
 }  // namespace
 
 SizeTable ResnetSizeTable(const ResnetConfig& c, int64_t b,
-                          bool checkpoint_blocks) {
+                          bool checkpoint_blocks, Precision precision) {
+  const RowDtypes dt(precision);
   SizeTable t;
   t.symbols =
       "B = micro-batch, R = resnet.resolution, w = resnet.width, "
       "K = resnet.classes; S0..S4: feature-map sides";
   const ResnetStages stages = *ResnetStagesOf(c.depth);
   const ResnetResolutions res = ResnetResolutionsOf(c.resolution);
-  AddResnetParameters(t, c, stages);
-  AddResnetSaved(t, c, b, stages, res, checkpoint_blocks);
-  AddResnetBackwardPeak(t, c, b, stages, res);
-  if (checkpoint_blocks) AddResnetRecomputePeaks(t, c, b, stages, res);
+  AddResnetParameters(t, c, stages, dt.state);
+  AddResnetSaved(t, c, b, stages, res, checkpoint_blocks, dt);
+  AddResnetBackwardPeak(t, c, b, stages, res, dt);
+  if (checkpoint_blocks) AddResnetRecomputePeaks(t, c, b, stages, res, dt);
   t.Add("images", RowKind::kInput, {b, 3, c.resolution, c.resolution},
-        "[B, 3, R, R]");
+        "[B, 3, R, R]", dt.state);
   t.Add("labels", RowKind::kInput, {b}, "[B]", Dtype::kInt64);
   return t;
 }

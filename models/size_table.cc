@@ -15,6 +15,8 @@ int64_t DtypeBytes(Dtype dtype) {
       return 8;
     case Dtype::kBool:
       return 1;
+    case Dtype::kBFloat16:
+      return 2;
   }
   return 0;
 }
@@ -27,6 +29,8 @@ const char* DtypeName(Dtype dtype) {
       return "int64";
     case Dtype::kBool:
       return "bool";
+    case Dtype::kBFloat16:
+      return "bfloat16";
   }
   return "?";
 }
@@ -139,16 +143,24 @@ int64_t SizeTable::LargestParameterBytes() const {
   return largest;
 }
 
+Precision PrecisionOf(const TrainConfig& train) {
+  if (train.dtype == "bf16-autocast") return Precision::kAutocast;
+  if (train.dtype == "bfloat16") return Precision::kBfloat16;
+  return Precision::kFloat32;
+}
+
 SizeTable BuildSizeTable(const RunConfig& config, int64_t micro_batch) {
   const bool checkpoint_blocks =
       config.train.activation_checkpointing == "blocks";
+  const Precision precision = PrecisionOf(config.train);
   if (config.model == "gpt") {
-    return GptSizeTable(config.gpt, micro_batch, checkpoint_blocks);
+    return GptSizeTable(config.gpt, micro_batch, checkpoint_blocks, precision);
   }
   if (config.model == "resnet") {
-    return ResnetSizeTable(config.resnet, micro_batch, checkpoint_blocks);
+    return ResnetSizeTable(config.resnet, micro_batch, checkpoint_blocks,
+                           precision);
   }
-  return MlpSizeTable(config.mlp, micro_batch);
+  return MlpSizeTable(config.mlp, micro_batch, precision);
 }
 
 }  // namespace memprof

@@ -40,9 +40,42 @@ enum class RowKind : uint8_t {
   // backward, just after its rerun; kNoBlock: late in backward, after
   // every block's.
   kWorkspace,
+  // bf16-autocast: a bfloat16 copy of a weight (weight_casts; Note [Weight
+  // casts] in profiler/train/weight_casts.h). SizeRow::block: held by the
+  // graph until that block's backward, as a kSaved row; kForwardOnly:
+  // autocast's cache holds it until the forward's region ends.
+  kWeightCast,
+  // bf16-autocast: a copy a checkpointed block's rerun makes, held during
+  // that block's backward (SizeRow::block).
+  kRecomputedCast,
 };
 
-enum class Dtype : uint8_t { kFloat32, kInt64, kBool };
+enum class Dtype : uint8_t { kFloat32, kInt64, kBool, kBFloat16 };
+
+// train.dtype: float32; bf16-autocast (float32 model state, bfloat16
+// copies of the weights and mostly bfloat16 activations); bfloat16 (every
+// floating tensor in bfloat16).
+enum class Precision : uint8_t { kFloat32, kAutocast, kBfloat16 };
+
+// Expects a validated dtype.
+Precision PrecisionOf(const TrainConfig& train);
+
+// The dtypes a table's floating rows take under `precision`.
+struct RowDtypes {
+  explicit RowDtypes(Precision precision)
+      : state(precision == Precision::kBfloat16 ? Dtype::kBFloat16
+                                                : Dtype::kFloat32),
+        low(precision == Precision::kFloat32 ? Dtype::kFloat32
+                                             : Dtype::kBFloat16),
+        autocast(precision == Precision::kAutocast) {}
+  // Parameters, buffers, float inputs, and what ops outside autocast's
+  // lists make from them (layer norm, embeddings, the loss).
+  Dtype state;
+  // What an op autocast runs in bfloat16 makes (a Linear's output) and
+  // what follows from it.
+  Dtype low;
+  bool autocast;
+};
 
 int64_t DtypeBytes(Dtype dtype);
 const char* DtypeName(Dtype dtype);
@@ -61,6 +94,7 @@ struct SizeRow {
   int32_t block = kEveryBlock;
   static constexpr int32_t kEveryBlock = -1;
   static constexpr int32_t kNoBlock = INT32_MAX;
+  static constexpr int32_t kForwardOnly = INT32_MIN;  // kWeightCast rows
 
   // Both throw SizeOverflow past kMaxCountableBytes.
   int64_t Elements() const;
@@ -93,10 +127,13 @@ struct SizeTable {
 // Checkpointed blocks when config.train.activation_checkpointing is blocks.
 SizeTable BuildSizeTable(const RunConfig& config, int64_t micro_batch);
 
-SizeTable MlpSizeTable(const MlpConfig& config, int64_t micro_batch);
+SizeTable MlpSizeTable(const MlpConfig& config, int64_t micro_batch,
+                       Precision precision = Precision::kFloat32);
 SizeTable GptSizeTable(const GptConfig& config, int64_t micro_batch,
-                       bool checkpoint_blocks = false);
+                       bool checkpoint_blocks = false,
+                       Precision precision = Precision::kFloat32);
 SizeTable ResnetSizeTable(const ResnetConfig& config, int64_t micro_batch,
-                          bool checkpoint_blocks = false);
+                          bool checkpoint_blocks = false,
+                          Precision precision = Precision::kFloat32);
 
 }  // namespace memprof

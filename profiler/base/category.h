@@ -14,6 +14,9 @@ enum class Category : uint8_t {
   kWeights = 0,
   kGradients,
   kOptimizerState,
+  // bf16-autocast: the autocast cache's lower-precision copies of the
+  // weights (Note [Weight casts] in profiler/train/weight_casts.h).
+  kWeightCasts,
   kActivations,
   kDdpBuckets,
   kInputs,
@@ -28,13 +31,13 @@ enum class Category : uint8_t {
   kPending,
 };
 
-inline constexpr int kNumCategories = 8;  // reported categories
+inline constexpr int kNumCategories = 9;  // reported categories
 inline constexpr int kNumCategorySlots = kNumCategories + 1;  // + kPending
 
 inline constexpr std::array<Category, kNumCategories> kAllCategories = {
     Category::kWeights,     Category::kGradients,   Category::kOptimizerState,
-    Category::kActivations, Category::kDdpBuckets,  Category::kInputs,
-    Category::kTemporaries, Category::kUnattributed};
+    Category::kWeightCasts, Category::kActivations, Category::kDdpBuckets,
+    Category::kInputs,      Category::kTemporaries, Category::kUnattributed};
 
 // What the training loop is doing. Global (not per thread): allocations made
 // on autograd, intra-op or communication threads belong to the phase the
@@ -77,6 +80,11 @@ inline bool IsModelState(Category c) {
   return c == Category::kWeights || c == Category::kGradients ||
          c == Category::kOptimizerState || c == Category::kDdpBuckets;
 }
+
+// A category added in a later minor version of the files that carry
+// categories (weight_casts: rank schema 1.6): a reader takes it as 0 bytes
+// throughout when a file leaves it out.
+inline bool IsLaterCategory(Category c) { return c == Category::kWeightCasts; }
 
 // The model-state categories of `bytes`, summed.
 int64_t ModelStateBytes(const Breakdown& bytes);

@@ -23,6 +23,7 @@ void ReadCategories(const JsonReader& reader, const Json& parent,
   const std::string path = JsonPath(where, "categories");
   for (Category c : kAllCategories) {
     const std::string name(CategoryName(c));
+    if (IsLaterCategory(c) && !categories.contains(name)) continue;
     const Json& entry = reader.Object(categories, path, name);
     figures.measured_bytes[Index(c)] =
         reader.Bytes(entry, JsonPath(path, name), "measured_bytes");

@@ -59,6 +59,24 @@ class Sizes {
     }
     return sum;
   }
+  // bf16-autocast: the weights' copies held early in backward (kEveryBlock,
+  // every copy the graph holds), or in the backward of block `block`, or
+  // late in backward (kNoBlock: those held until after every block's); the
+  // cache's copies are gone by then (Note [Weight casts]).
+  int64_t CastsInBackward(int32_t block) const {
+    int64_t sum = 0;
+    for (const SizeRow& row : table_.rows) {
+      const bool held = row.kind == RowKind::kWeightCast &&
+                        row.block != SizeRow::kForwardOnly &&
+                        (block == SizeRow::kEveryBlock ||
+                         (block == SizeRow::kNoBlock
+                              ? row.block == SizeRow::kEveryBlock
+                              : row.block <= block));
+      if (held || (row.kind == RowKind::kRecomputedCast && row.block == block))
+        sum += Of(row.Bytes());
+    }
+    return sum;
+  }
   // The steady state's buckets, as the Reducer rebuilds them.
   int64_t Buckets(const RunConfig& config) const {
     int64_t sum = 0;
@@ -74,13 +92,15 @@ class Sizes {
 // A moment of the step: the model state and inputs live throughout, with
 // these activations and temporaries.
 PredictedMoment MomentOf(Phase phase, std::string what, const Breakdown& state,
-                         int64_t activations, int64_t temporaries) {
+                         int64_t activations, int64_t temporaries,
+                         int64_t weight_casts = 0) {
   PredictedMoment m;
   m.phase = phase;
   m.what = std::move(what);
   m.bytes = state;
   m.bytes[Index(Category::kActivations)] = activations;
   m.bytes[Index(Category::kTemporaries)] = temporaries;
+  m.bytes[Index(Category::kWeightCasts)] = weight_casts;
   return m;
 }
 
@@ -168,7 +188,8 @@ Prediction Predict(const RunConfig& config, int rank) {
   p.early_backward =
       MomentOf(Phase::kBackward,
                "early in backward: every saved tensor and the workspace rows",
-               state, sizes.Sum(RowKind::kSaved), sizes.Workspace());
+               state, sizes.Sum(RowKind::kSaved), sizes.Workspace(),
+               sizes.CastsInBackward(SizeRow::kEveryBlock));
 
   // Adam's step: denom = exp_avg_sq.sqrt() / sqrt(bias_correction2) makes
   // two temporaries the size of the parameter, live together; the largest
@@ -197,7 +218,8 @@ Prediction Predict(const RunConfig& config, int rank) {
   // one with the most live (the first rerun, for GPT).
   if (t.blocks > 0) {
     auto live = [&sizes](int32_t block) {
-      return sizes.InBackwardOf(block) + sizes.Workspace(block);
+      return sizes.InBackwardOf(block) + sizes.Workspace(block) +
+             sizes.CastsInBackward(block);
     };
     int32_t busiest = 0;
     for (int32_t block = 1; block < t.blocks; ++block) {
@@ -215,7 +237,8 @@ Prediction Predict(const RunConfig& config, int rank) {
             : "backward of block " + std::to_string(busiest) +
                   ": the saved tensors still held and its "
                   "workspace rows",
-        state, sizes.InBackwardOf(busiest), sizes.Workspace(busiest));
+        state, sizes.InBackwardOf(busiest), sizes.Workspace(busiest),
+        sizes.CastsInBackward(busiest));
   }
 
   // Late in backward: the rows outside the blocks still saved, and the
@@ -225,7 +248,8 @@ Prediction Predict(const RunConfig& config, int rank) {
         Phase::kBackward,
         "late in backward, after every block's: the late workspace rows", state,
         sizes.InBackwardOf(SizeRow::kEveryBlock),
-        sizes.Workspace(SizeRow::kNoBlock));
+        sizes.Workspace(SizeRow::kNoBlock),
+        sizes.CastsInBackward(SizeRow::kNoBlock));
   }
 
   p.bytes = state;
@@ -234,6 +258,11 @@ Prediction Predict(const RunConfig& config, int rank) {
                p.block_backward.bytes[Index(Category::kActivations)]);
   p.bytes[Index(Category::kTemporaries)] =
       p.Peak().bytes[Index(Category::kTemporaries)];
+  // Their own largest: every copy, when the forward ends (the cache's
+  // still held), or a checkpointed block's rerun's, whichever is larger.
+  p.bytes[Index(Category::kWeightCasts)] =
+      std::max({sizes.Sum(RowKind::kWeightCast),
+                p.block_backward.bytes[Index(Category::kWeightCasts)]});
   return p;
 }
 

@@ -90,8 +90,9 @@ class RankReportReader {
     const Json& bytes = r_.Object(object, where, key);
     Breakdown out{};
     for (Category c : kAllCategories) {
-      out[Index(c)] =
-          r_.Bytes(bytes, JsonPath(where, key), std::string(CategoryName(c)));
+      const std::string name(CategoryName(c));
+      if (IsLaterCategory(c) && !bytes.contains(name)) continue;
+      out[Index(c)] = r_.Bytes(bytes, JsonPath(where, key), name);
     }
     return out;
   }
@@ -245,6 +246,7 @@ void RankReportReader::Categories(const Json& categories,
   for (Category c : kAllCategories) {
     const std::string name(CategoryName(c));
     const std::string where = "categories." + name;
+    if (IsLaterCategory(c) && !categories.contains(name)) continue;
     const Json& e = r_.Object(categories, "categories", name);
     out.categories[Index(c)] = {r_.Bytes(e, where, "measured_bytes"),
                                 r_.Bytes(e, where, "peak_bytes"),
@@ -451,6 +453,10 @@ LiveSeries RankReportReader::Series(const Json& series) const {
   for (Category c : kAllCategories) {
     const std::string name(CategoryName(c));
     const std::string where = "series.bytes." + name;
+    if (IsLaterCategory(c) && !bytes.contains(name)) {
+      out.bytes[Index(c)].assign(seq.size(), 0);
+      continue;
+    }
     const Json& values = r_.Array(bytes, "series.bytes", name);
     if (values.size() != seq.size()) {
       r_.Fail(where, std::to_string(values.size()) + " values for " +

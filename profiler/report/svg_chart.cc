@@ -300,6 +300,8 @@ std::string_view CategoryColor(Category c) {
       return "#f28e2b";
     case Category::kOptimizerState:
       return "#59a14f";
+    case Category::kWeightCasts:
+      return "#ff9da7";
     case Category::kActivations:
       return "#e15759";
     case Category::kDdpBuckets:

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 #include <valgrind/callgrind.h>
 
+#include "models/autocast_region.h"
 #include "models/checkpoint.h"
 #include "models/model.h"
 #include "profiler/base/errors.h"
@@ -18,6 +19,7 @@
 #include "profiler/train/attribution.h"
 #include "profiler/train/cuda_session.h"
 #include "profiler/train/redundancy.h"
+#include "profiler/train/weight_casts.h"
 
 namespace memprof {
 namespace {
@@ -98,7 +100,8 @@ class RankTrainer final : public RecomputeObserver {
         // gradients are views into them.
         bucket_category_(config.ddp.gradient_as_bucket_view
                              ? Category::kGradients
-                             : Category::kDdpBuckets) {
+                             : Category::kDdpBuckets),
+        autocast_{config.train.dtype == "bf16-autocast", torch::kBFloat16} {
     run_.rank = group.rank();
     run_.world_size = group.size();
     run_.device = config.train.device;
@@ -148,6 +151,9 @@ class RankTrainer final : public RecomputeObserver {
                      kFlagBuffer);
     run_.parameters = CountElements(params_);
     if (cuda_ != nullptr) cuda_->Moment("model");
+    if (autocast_.enabled) {
+      weight_casts_ = std::make_unique<WeightCastObserver>(params_);
+    }
 
     Mark(Phase::kDdpInit, 0);
     ddp_ = std::make_unique<DdpEngine>(group_, config_.ddp, params_);
@@ -294,6 +300,10 @@ class RankTrainer final : public RecomputeObserver {
         run_.buffer_bytes += life.bytes;
       }
     }
+    if (weight_casts_ != nullptr) {
+      misses_.not_found += weight_casts_->missed();
+      weight_casts_.reset();
+    }
     run_.ownership_not_found = misses_.not_found;
     run_.ownership_conflicts = misses_.conflict;
     return std::move(run_);
@@ -316,7 +326,11 @@ class RankTrainer final : public RecomputeObserver {
                        kFlagBucket);
       last_one_time_step_ = step;
     }
-    torch::Tensor loss = model_->Loss(batch);
+    torch::Tensor loss;
+    {
+      AutocastRegion region(device_.type(), autocast_);  // Note [Weight casts]
+      loss = model_->Loss(batch);
+    }
     tracker_.ResolvePendingSince(forward_begin, Category::kActivations);
 
     Mark(Phase::kBackward, step);
@@ -350,6 +364,8 @@ class RankTrainer final : public RecomputeObserver {
   CudaSession* cuda_;  // null: a cpu run, or cuda without the hook
   const torch::Device device_;
   const Category bucket_category_;
+  // bf16-autocast: the forward's autocast switches (Note [Weight casts]).
+  const AutocastState autocast_;
   RankRun run_;
   OwnershipMisses misses_;
   int32_t last_one_time_step_ = 1;
@@ -362,6 +378,7 @@ class RankTrainer final : public RecomputeObserver {
   std::vector<torch::Tensor> params_;
   std::unique_ptr<DdpEngine> ddp_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<WeightCastObserver> weight_casts_;  // bf16-autocast only
 };
 
 // Note [Instruction counts]

@@ -1,7 +1,9 @@
 // Checkpointed blocks (models/checkpoint.h) compute what the plain blocks
 // compute: from the same seed, the same loss and the same gradients (within
 // 1e-6 relative), with dropout drawing the same masks in the rerun, and
-// BatchNorm's running statistics updated once per step, not twice.
+// BatchNorm's running statistics updated once per step, not twice; under
+// bf16-autocast the rerun autocasts as the forward did, and in bfloat16
+// it runs in bfloat16.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -9,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "models/autocast_region.h"
 #include "models/checkpoint.h"
 #include "models/model.h"
 #include "profiler/cli/config_cli.h"
@@ -32,7 +35,12 @@ Step RunOnce(RunConfig config, const std::string& checkpointing,
   std::unique_ptr<TrainableModel> model = BuildModel(config);
   model->module().train();
   const Batch batch = model->MakeBatch(micro_batch);
-  torch::Tensor loss = model->Loss(batch);
+  torch::Tensor loss;
+  {
+    AutocastRegion region(
+        torch::kCPU, {config.train.dtype == "bf16-autocast", torch::kBFloat16});
+    loss = model->Loss(batch);
+  }
   loss.backward();
   Step step;
   step.loss = loss.item<double>();
@@ -95,11 +103,29 @@ INSTANTIATE_TEST_SUITE_P(
                       CheckpointCase{"gpt-tiny", {"--gpt.dropout", "0.1"}, 2},
                       CheckpointCase{"gpt-tiny", {"--gpt.dropout", "0.1"}, 5},
                       CheckpointCase{"resnet-tiny", {}, 2},
-                      CheckpointCase{"resnet-tiny", {}, 1}),
+                      CheckpointCase{"resnet-tiny", {}, 1},
+                      CheckpointCase{"gpt-tiny",
+                                     {"--gpt.dropout", "0.1", "--train.dtype",
+                                      "bf16-autocast"},
+                                     2},
+                      CheckpointCase{"gpt-tiny",
+                                     {"--gpt.dropout", "0.1", "--train.dtype",
+                                      "bfloat16"},
+                                     2},
+                      CheckpointCase{"resnet-tiny",
+                                     {"--train.dtype", "bf16-autocast"},
+                                     2},
+                      CheckpointCase{"resnet-tiny",
+                                     {"--train.dtype", "bfloat16"},
+                                     2}),
     [](const ::testing::TestParamInfo<CheckpointCase>& info) {
-      std::string name = info.param.preset + "_b" +
-                         std::to_string(info.param.micro_batch) +
-                         (info.param.extra.empty() ? "" : "_dropout");
+      std::string name =
+          info.param.preset + "_b" + std::to_string(info.param.micro_batch);
+      for (size_t i = 0; i + 1 < info.param.extra.size(); i += 2) {
+        name += info.param.extra[i] == "--gpt.dropout"
+                    ? "_dropout"
+                    : "_" + info.param.extra[i + 1];
+      }
       for (char& ch : name) {
         if (ch == '-') ch = '_';
       }
