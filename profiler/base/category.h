@@ -86,6 +86,13 @@ inline bool IsModelState(Category c) {
 // throughout when a file leaves it out.
 inline bool IsLaterCategory(Category c) { return c == Category::kWeightCasts; }
 
+// Whether a category can hold bytes in a run of train.dtype `dtype`:
+// weight_casts under bf16-autocast only. The human-readable tables leave
+// out a category that cannot; the JSON files carry every category.
+inline bool CategoryApplies(Category c, std::string_view dtype) {
+  return c != Category::kWeightCasts || dtype == "bf16-autocast";
+}
+
 // The model-state categories of `bytes`, summed.
 int64_t ModelStateBytes(const Breakdown& bytes);
 

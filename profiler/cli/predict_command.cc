@@ -28,6 +28,10 @@ const char* KindName(RowKind kind) {
       return "input";
     case RowKind::kWorkspace:
       return "workspace";
+    case RowKind::kWeightCast:
+      return "weight_cast";
+    case RowKind::kRecomputedCast:
+      return "recomputed_cast";
   }
   return "?";
 }
@@ -67,20 +71,31 @@ std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
     for (const SizeRow& row : t.rows) n += row.kind == kind;
     return std::to_string(n);
   };
+  const BytesPerParameter per = BytesPerParameterOf(config);
+  const std::string e = std::to_string(per.weights);
+  const std::string element = per.weights == 2 ? "bf16" : "fp32";
   switch (c) {
     case Category::kWeights:
-      return "4P" + std::string(p.buffer_bytes > 0
-                                    ? " + module buffers (" +
-                                          HumanBytes(p.buffer_bytes) + ")"
-                                    : "");
+      return e + "P" +
+             std::string(p.buffer_bytes > 0 ? " + module buffers (" +
+                                                  HumanBytes(p.buffer_bytes) +
+                                                  ")"
+                                            : "");
     case Category::kGradients:
-      return "4P: one fp32 gradient per parameter";
+      return e + "P: one " + element + " gradient per parameter";
+    case Category::kWeightCasts:
+      if (per.casts == 0) return "0: no autocast";
+      return "2 bytes per element of the weights matmuls and convolutions "
+             "use (" +
+             rows(RowKind::kWeightCast) + " + " +
+             rows(RowKind::kRecomputedCast) +
+             " rerun copies), most live at once (README \"Mixed precision\")";
     case Category::kOptimizerState: {
       const bool sgd = config.train.optimizer == "sgd";
       if (sgd && config.train.momentum == 0) {
         return "0: SGD without momentum keeps no state";
       }
-      const std::string x = sgd ? "4" : "8";
+      const std::string x = std::to_string(per.optimizer);
       if (!p.owned_parameters.empty()) {
         return x + "P_" + std::to_string(p.rank) + ": ZeRO-1, rank " +
                std::to_string(p.rank) + "'s partition, P_" +
@@ -88,14 +103,14 @@ std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
                GroupedInteger(p.owned_parameters[p.rank]) + " of " +
                GroupedInteger(p.parameters);
       }
-      return sgd ? "4P: SGD's momentum buffer, x1"
-                 : "8P: " + config.train.optimizer +
+      return sgd ? x + "P: SGD's momentum buffer, x1"
+                 : x + "P: " + config.train.optimizer +
                        " exp_avg + exp_avg_sq, x2";
     }
     case Category::kDdpBuckets:
       return config.ddp.gradient_as_bucket_view
                  ? "0: gradient_as_bucket_view, the gradients are the buckets"
-                 : "4P: Reducer's flat buckets, x1";
+                 : e + "P: Reducer's flat buckets, x1";
     case Category::kActivations:
       if (config.train.activation_checkpointing == "blocks") {
         return "checkpointed: " + HumanBytes(t.Bytes(RowKind::kSaved)) +
@@ -112,6 +127,7 @@ std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
     case Category::kTemporaries:
       return "live at the predicted peak (" + p.Peak().what + ")";
     case Category::kUnattributed:
+    case Category::kPending:
       return "0";
   }
   return "";
@@ -206,6 +222,7 @@ std::string FormatPrediction(const Prediction& p, const RunConfig& config) {
                 "formula");
   out << line;
   for (Category c : kAllCategories) {
+    if (!CategoryApplies(c, config.train.dtype)) continue;
     std::snprintf(line, sizeof line, "%-16s %12s  %s\n",
                   std::string(CategoryName(c)).c_str(),
                   HumanBytes(p.bytes[Index(c)]).c_str(),
@@ -226,9 +243,10 @@ std::string FormatPrediction(const Prediction& p, const RunConfig& config) {
   char per_param[64];
   std::snprintf(per_param, sizeof per_param, "%.2f",
                 p.model_state_bytes_per_parameter);
-  out << "model state: " << per_param
-      << " bytes per parameter per rank (weights 4 + gradients 4 + "
-         "optimizer "
+  const BytesPerParameter per = BytesPerParameterOf(config);
+  out << "model state: " << per_param << " bytes per parameter per rank ("
+      << BytesPerParameterNote(config) << "; weights " << per.weights
+      << " + gradients " << per.gradients << " + optimizer "
       << (p.parameters ? adam / p.parameters : 0) << " = "
       << BothUnits(replicated) << "; DDP buckets "
       << (p.parameters ? buckets / p.parameters : 0) << " = "

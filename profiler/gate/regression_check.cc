@@ -265,6 +265,7 @@ CheckReport CompareWithBaseline(const Baseline& baseline,
 
   const auto& before = baseline.run.ranks;
   for (Category c : kAllCategories) {
+    if (!CategoryApplies(c, baseline.run.context.dtype)) continue;
     const std::string key(CategoryName(c));
     const int i = Index(c);
     for (size_t r = 0; r < before.size(); ++r) {

@@ -276,6 +276,44 @@ Prediction PredictBusiestRank(const RunConfig& config) {
   return busiest;
 }
 
+BytesPerParameter BytesPerParameterOf(const RunConfig& config) {
+  const int64_t e = config.train.dtype == "bfloat16" ? 2 : 4;
+  BytesPerParameter b;
+  b.weights = e;
+  b.gradients = e;
+  b.optimizer = OptimizerStateMultiplier(config.train) * e;
+  b.buckets = config.ddp.gradient_as_bucket_view ? 0 : e;
+  b.casts = config.train.dtype == "bf16-autocast" ? 2 : 0;
+  return b;
+}
+
+std::string BytesPerParameterNote(const RunConfig& config) {
+  const BytesPerParameter b = BytesPerParameterOf(config);
+  const TrainConfig& t = config.train;
+  const std::string optimizer = t.optimizer == "adam"    ? "Adam"
+                                : t.optimizer == "adamw" ? "AdamW"
+                                : t.momentum > 0         ? "momentum SGD"
+                                                         : "SGD";
+  const std::string dtype = t.dtype == "float32"         ? "fp32"
+                            : t.dtype == "bf16-autocast" ? "fp32 + bf16 autocast"
+                                                         : "bf16";
+  const std::string state =
+      t.optimizer != "sgd" ? std::to_string(b.optimizer) + " for the moments"
+      : t.momentum > 0 ? std::to_string(b.optimizer) + " for the momentum buffer"
+                       : "0 for the optimizer (no state)";
+  std::string note = dtype + " + " + optimizer + ": " +
+                     std::to_string(b.weights) +
+                     " each for weights and gradients, " + state + ", " +
+                     std::to_string(config.train.dtype == "bfloat16" ? 2 : 4) +
+                     " for DDP buckets unless gradient_as_bucket_view";
+  if (b.casts > 0) {
+    note +=
+        "; and up to 2 more, outside model state, for the weights' bfloat16 "
+        "copies in forward and backward (weight_casts)";
+  }
+  return note;
+}
+
 const char* ComparedFigure(Category category) {
   return category == Category::kTemporaries ? "measured_bytes" : "peak_bytes";
 }

@@ -92,6 +92,27 @@ Prediction PredictBusiestRank(const RunConfig& config);
 std::vector<int64_t> RebuiltBuckets(const SizeTable& table,
                                     const RunConfig& config);
 
+// Model state's bytes per parameter as train.dtype and the optimizer make
+// them: weights and gradients one element each (4 bytes, 2 in bfloat16),
+// the optimizer's buffers, the DDP buckets (the gradients' dtype; 0 with
+// gradient_as_bucket_view); under bf16-autocast up to 2 more, outside
+// model state, for the weights' bfloat16 copies (weight_casts: only the
+// weights that matmuls and convolutions use).
+struct BytesPerParameter {
+  int64_t weights = 0;
+  int64_t gradients = 0;
+  int64_t optimizer = 0;
+  int64_t buckets = 0;
+  int64_t casts = 0;  // at most
+  int64_t State() const { return weights + gradients + optimizer + buckets; }
+};
+BytesPerParameter BytesPerParameterOf(const RunConfig& config);
+
+// The statement every output makes of it: "fp32 + Adam: 4 each for weights
+// and gradients, 8 for the moments, 4 for DDP buckets unless
+// gradient_as_bucket_view", with the weight copies' 2 under autocast.
+std::string BytesPerParameterNote(const RunConfig& config);
+
 // The rank-report figure a category's prediction is compared with:
 // "peak_bytes", or "measured_bytes" for temporaries (whose own maximum can
 // fall anywhere in the step; what matters is what they add to the peak).

@@ -256,6 +256,9 @@ std::string PredictionSection(const RunView& view) {
   chart.title = "Predicted vs measured, by category and rank";
   chart.y_title = "bytes";
   for (Category c : kAllCategories) {
+    if (!CategoryApplies(c, view.ranks.front().context.config.train.dtype)) {
+      continue;
+    }
     BarGroup group{std::string(CategoryName(c)), {}, {}};
     group.data = {{"data-category", group.label}};
     for (const RankReport& rank : view.ranks) {

@@ -124,6 +124,7 @@ ReportTable CategoriesTable(const RunView& view) {
   table.numeric.assign(table.header.size(), true);
   table.numeric[0] = false;
   for (Category c : kAllCategories) {
+    if (!CategoryApplies(c, first.context.config.train.dtype)) continue;
     std::vector<std::string> row = {std::string(CategoryName(c)),
                                     Bytes(first.Of(c).predicted_bytes)};
     for (const RankReport& rank : view.ranks) {
@@ -150,10 +151,9 @@ ReportTable CategoriesTable(const RunView& view) {
   table.notes.push_back(
       "bytes/P: bytes per parameter on rank " +
       std::to_string(first.context.rank) +
-      " (fp32 + Adam: 4 each for weights and gradients, 8 for the moments, 4 "
-      "for DDP buckets unless gradient_as_bucket_view). Model state does not "
-      "shrink with more ranks; only activations follow the per-rank "
-      "micro-batch.");
+      " (" + BytesPerParameterNote(first.context.config) +
+      "). Model state does not shrink with more ranks; only activations "
+      "follow the per-rank micro-batch.");
   return table;
 }
 
@@ -175,6 +175,9 @@ ReportTable PeakTable(const RunView& view) {
   table.numeric.assign(table.header.size(), true);
   table.numeric[0] = false;
   for (Category c : kAllCategories) {
+    if (!CategoryApplies(c, view.ranks.front().context.config.train.dtype)) {
+      continue;
+    }
     std::vector<std::string> row = {std::string(CategoryName(c)),
                                     Bytes(predicted.breakdown[Index(c)])};
     for (const RankReport& rank : view.ranks) {
@@ -268,6 +271,9 @@ ReportTable OutOfMemoryTable(const RunView& view) {
   table.numeric.assign(table.header.size(), true);
   table.numeric[0] = false;
   for (Category c : kAllCategories) {
+    if (!CategoryApplies(c, view.ranks.front().context.config.train.dtype)) {
+      continue;
+    }
     std::vector<std::string> row = {std::string(CategoryName(c))};
     for (const OutOfMemoryFigures* oom : failed) {
       row.push_back(Bytes(oom->breakdown[Index(c)]));
