@@ -169,6 +169,24 @@ TEST_F(ConfigCliTest, ActivationCheckpointingNeedsAKnownModeAndBlocks) {
             "blocks");
 }
 
+TEST_F(ConfigCliTest, DtypeIsOneOfTheThreePrecisions) {
+  const std::string path =
+      Write("dtype.ini", "model = gpt\n[train]\ndtype = float16\n");
+  const std::string unknown = ErrorOf({"--config", path});
+  EXPECT_NE(unknown.find(path + ":3"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("unknown train.dtype 'float16'; known: float32, "
+                         "bf16-autocast"),
+            std::string::npos)
+      << unknown;
+  const std::string flag = ErrorOf({"--train.dtype", "bf16"});
+  EXPECT_NE(flag.find("--train.dtype"), std::string::npos) << flag;
+  for (const char* dtype : {"float32", "bf16-autocast", "bfloat16"}) {
+    EXPECT_EQ(ParseProfileArgs({"--config", path, "--train.dtype", dtype})
+                  .config.train.dtype,
+              dtype);
+  }
+}
+
 TEST_F(ConfigCliTest, AStrayArgumentAndTwoBatchSizesAreRefused) {
   const std::string stray = ErrorOf({"stray", "--steps", "2"});
   EXPECT_NE(stray.find("unexpected argument 'stray'"), std::string::npos)

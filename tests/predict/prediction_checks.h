@@ -1,6 +1,13 @@
 // What must hold between a rank report's measured figures and its
-// prediction: model state to the byte, activations within 3%, the
-// steady-state peak within 5%.
+// prediction: model state and the weights' bfloat16 copies to the byte,
+// activations within 3%, the steady-state peak within 5%.
+//
+// In bfloat16 (bf16-autocast, bfloat16) oneDNN's matmuls and convolutions
+// ask for scratchpads that depend on the CPU's instructions (on AMX, 22 KB
+// for a 64 x 64 weight gradient, 3.1 MB for resnet-tiny's stem: README
+// "Mixed precision") and that the tables do not predict: there
+// `scratch_unpredicted` checks the peak from below only (measured at least
+// 95% of predicted).
 #pragma once
 
 #include <cstdlib>
@@ -13,7 +20,8 @@
 namespace memprof {
 
 inline void ExpectPredictionHolds(const RankReport& rank,
-                                  const std::string& label) {
+                                  const std::string& label,
+                                  bool scratch_unpredicted = false) {
   SCOPED_TRACE(label + ", rank " + std::to_string(rank.context.rank));
   for (Category exact :
        {Category::kWeights, Category::kGradients, Category::kOptimizerState,
@@ -23,6 +31,8 @@ inline void ExpectPredictionHolds(const RankReport& rank,
     EXPECT_EQ(f.measured_bytes, f.peak_bytes)
         << CategoryName(exact) << " is constant through the steady state";
   }
+  const CategoryFigures& casts = rank.Of(Category::kWeightCasts);
+  EXPECT_EQ(casts.peak_bytes, casts.predicted_bytes) << "weight_casts";
   EXPECT_EQ(rank.parameters, rank.predicted_parameters);
   const int64_t activations = rank.Of(Category::kActivations).peak_bytes;
   const int64_t predicted = rank.Of(Category::kActivations).predicted_bytes;
@@ -31,6 +41,12 @@ inline void ExpectPredictionHolds(const RankReport& rank,
       << "activations: measured " << activations << ", predicted " << predicted;
   const int64_t peak = rank.peak.total_bytes;
   const int64_t peak_predicted = rank.predicted_peak.total_bytes;
+  if (scratch_unpredicted) {
+    EXPECT_GE(peak, peak_predicted - peak_predicted * 5 / 100)
+        << "peak: measured " << peak << " in " << PhaseName(rank.peak.phase)
+        << ", predicted " << peak_predicted;
+    return;
+  }
   EXPECT_LE(std::llabs(peak - peak_predicted), peak_predicted * 5 / 100)
       << "peak: measured " << peak << " in " << PhaseName(rank.peak.phase)
       << ", predicted " << peak_predicted;
