@@ -171,6 +171,33 @@ TEST_F(RegressionGateTest, ProfileCheckPassesOnTheCommittedCheckpointedGpt) {
       << plain.output;
 }
 
+// bf16-autocast mlp-tiny: the weights' bfloat16 copies gated to the byte
+// beside model state; a float32 run is another config, refused before it
+// trains.
+TEST_F(RegressionGateTest, ProfileCheckPassesOnTheCommittedAutocastMlp) {
+  const std::string baseline =
+      std::string(kBaselines) + "/mlp-tiny-ws1-bf16-autocast.json";
+  const CommandResult r = RunMemprof(
+      std::string("profile --config ") + kTiny +
+      " --train.dtype bf16-autocast --out " + Path("run") + " --check " +
+      baseline + " --json " + Path("c.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("0 regressed"), std::string::npos) << r.output;
+  const Json check = Read(Path("c.json"));
+  EXPECT_EQ(check["result"], "ok");
+  const Json& casts = Row(check, "weight_casts", "peak_bytes", 0);
+  EXPECT_GT(casts["baseline_bytes"].get<int64_t>(), 0);
+  EXPECT_EQ(casts["now_bytes"], casts["baseline_bytes"]);
+  EXPECT_EQ(casts["allowed_bytes"], 0);
+  const CommandResult fp32 =
+      RunMemprof(std::string("profile --config ") + kTiny + " --out " +
+                 Path("fp32") + " --check " + baseline);
+  EXPECT_EQ(fp32.exit_code, 2) << fp32.output;
+  EXPECT_NE(fp32.output.find("dtype"), std::string::npos) << fp32.output;
+  EXPECT_EQ(fp32.output.find("steady-state peak"), std::string::npos)
+      << "trained before refusing: " << fp32.output;
+}
+
 // A baseline the run could not be gated against, and an --out it cannot
 // write, are refused before anything trains.
 TEST_F(RegressionGateTest, ABaselineOfAnotherConfigIsRefusedBeforeTraining) {
