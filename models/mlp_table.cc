@@ -33,14 +33,19 @@ SizeTable MlpSizeTable(const MlpConfig& c, int64_t b, Precision precision) {
   // the batch, which is an input. The logits are not kept: log_softmax keeps
   // its output instead.
   //
-  // Each hidden layer i is a block (SizeTable::blocks): relu i's output is
-  // held until layer i + 1's backward; log_softmax's output and
-  // total_weight are freed before the first layer's.
+  // Note [MLP backward moments]
+  // Each hidden layer i gives two blocks (SizeTable::blocks), in the order
+  // backward reaches them: 2i + 1, relu i's backward, and 2i, its Linear's.
+  // Relu i's output is held through its own backward (block 2i + 1) and
+  // freed before its Linear's; log_softmax's output and total_weight are
+  // freed before the first block's. At a large micro-batch the ReLU's
+  // moment peaks (three [B, H] maps), at a small one the Linear's (its
+  // weight gradient).
   //
   // Under bf16-autocast (Note [MLP under autocast]) the first Linear keeps
   // the batch's bfloat16 copy instead, the ReLUs' outputs are bfloat16,
   // and each Linear after the first keeps its weight's bfloat16 copy.
-  t.blocks = static_cast<int32_t>(c.depth);
+  t.blocks = static_cast<int32_t>(2 * c.depth);
   if (dt.autocast) {
     t.Add("input's bfloat16 copy (layers.0 input)", s, {b, c.input}, "[B, I]",
           dt.low);
@@ -49,7 +54,7 @@ SizeTable MlpSizeTable(const MlpConfig& c, int64_t b, Precision precision) {
   for (int64_t i = 0; i < c.depth; ++i) {
     t.Add("relu " + std::to_string(i) + " output", s, {b, c.hidden}, "[B, H]",
           dt.low);
-    t.SetBlock(t.rows.size() - 1, static_cast<int32_t>(i + 1));
+    t.SetBlock(t.rows.size() - 1, static_cast<int32_t>(2 * i + 1));
   }
   const size_t after_blocks = t.rows.size();
   t.Add("log_softmax output", s, {b, c.output}, "[B, O]", dt.state);
@@ -75,7 +80,7 @@ SizeTable MlpSizeTable(const MlpConfig& c, int64_t b, Precision precision) {
         t.Add(name + ".weight's bfloat16 copy", w, {out, c.hidden},
               "[" + o + ", H]", dt.low);
         t.SetBlock(t.rows.size() - 1,
-                   last ? SizeRow::kNoBlock : static_cast<int32_t>(i));
+                   last ? SizeRow::kNoBlock : static_cast<int32_t>(2 * i));
       }
       t.Add(name + ".bias's bfloat16 copy", w, {out}, "[" + o + "]", dt.low);
       t.SetBlock(t.rows.size() - 1, SizeRow::kForwardOnly);
@@ -109,7 +114,14 @@ SizeTable MlpSizeTable(const MlpConfig& c, int64_t b, Precision precision) {
             "[H, " + in_terms + "]", dt.state);
     }
     t.Add(n + "loss gradient", w, {}, "[]", dt.state);
-    t.SetBlock(first, static_cast<int32_t>(i));
+    t.SetBlock(first, static_cast<int32_t>(2 * i));
+    // Relu i's backward, just before: the gradient into it and out of it.
+    const std::string r = "relu " + std::to_string(i) + " backward: ";
+    const size_t relu = t.rows.size();
+    t.Add(r + "output gradient", w, {b, c.hidden}, "[B, H]", dt.low);
+    t.Add(r + "input gradient", w, {b, c.hidden}, "[B, H]", dt.low);
+    t.Add(r + "loss gradient", w, {}, "[]", dt.state);
+    t.SetBlock(relu, static_cast<int32_t>(2 * i + 1));
   }
 
   t.Add("input", RowKind::kInput, {b, c.input}, "[B, I]", dt.state);

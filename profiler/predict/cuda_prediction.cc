@@ -80,6 +80,19 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
         s.AllocRowsOf(table, k, in_blocks(busiest + 1, SizeRow::kNoBlock - 1));
     const std::vector<uint64_t> head =
         s.AllocRowsOf(table, k, is(SizeRow::kNoBlock));
+    // bf16-autocast: the weights' copies, held as the saved rows are; the
+    // cache's own are freed when the forward's region ends.
+    const auto c = RowKind::kWeightCast;
+    const std::vector<uint64_t> cached =
+        s.AllocRowsOf(table, c, is(SizeRow::kForwardOnly));
+    const std::vector<uint64_t> held_casts = s.AllocRowsOf(table, c, is(-1));
+    const std::vector<uint64_t> below_casts =
+        s.AllocRowsOf(table, c, in_blocks(0, busiest));
+    const std::vector<uint64_t> above_casts =
+        s.AllocRowsOf(table, c, in_blocks(busiest + 1, SizeRow::kNoBlock - 1));
+    const std::vector<uint64_t> head_casts =
+        s.AllocRowsOf(table, c, is(SizeRow::kNoBlock));
+    s.Free(cached);
     const std::vector<uint64_t> workspace =
         s.AllocRowsOf(table, RowKind::kWorkspace, is(SizeRow::kEveryBlock));
     if (step == 1 && own_gradients) {
@@ -87,25 +100,32 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
     }
     early_backward = s.model().now();
     s.Free(head);
+    s.Free(head_casts);
     s.Free(workspace);
     s.Free(above);
+    s.Free(above_casts);
     // The busiest block's backward (a checkpointed block's after its rerun).
     if (busiest >= 0) {
       const std::vector<uint64_t> rerun =
           s.AllocRowsOf(table, RowKind::kRecomputed, is(busiest));
+      const std::vector<uint64_t> rerun_casts =
+          s.AllocRowsOf(table, RowKind::kRecomputedCast, is(busiest));
       const std::vector<uint64_t> its =
           s.AllocRowsOf(table, RowKind::kWorkspace, is(busiest));
       block_backward = s.model().now();
       s.Free(its);
+      s.Free(rerun_casts);
       s.Free(rerun);
     }
     s.Free(below);
+    s.Free(below_casts);
     // Late in backward.
     const std::vector<uint64_t> late =
         s.AllocRowsOf(table, RowKind::kWorkspace, is(SizeRow::kNoBlock));
     late_backward = s.model().now();
     s.Free(late);
     s.Free(held);
+    s.Free(held_casts);
     // The loss, a scalar that outlives backward (the prediction's optimizer
     // moment counts it as the activations left).
     const std::vector<uint64_t> loss{s.Alloc(4)};

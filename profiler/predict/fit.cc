@@ -101,6 +101,17 @@ std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
                           peak_with(at(size)), /*one_rank=*/true});
       }
     }
+    if (config.train.dtype == "float32") {
+      RunConfig changed = config;
+      changed.train.dtype = "bf16-autocast";
+      const int64_t peak = peak_with(changed);
+      if (peak <= budget) {
+        levers.push_back({"bf16 autocast (bfloat16 activations, plus the "
+                          "weights' bfloat16 copies)",
+                          "--train.dtype bf16-autocast", peak,
+                          /*one_rank=*/true});
+      }
+    }
   }
   const int64_t stages[] = {0, a.zero.stage1_bytes, a.zero.stage2_bytes,
                             a.zero.stage3_bytes};

@@ -36,7 +36,9 @@ enum class FitVerdict { kFits, kActivationOverflow, kModelStateOverflow };
 // the requested config, in this order: a smaller micro-batch per rank (and
 // the ranks that keep the global batch), activation checkpointing (gpt,
 // resnet), the longest sequence (gpt) or the largest resolution (resnet)
-// that fits at the requested micro-batch, and sharding the model state
+// that fits at the requested micro-batch, bf16 autocast (from float32:
+// mostly bfloat16 activations, at the price of the weights' bfloat16
+// copies; model state unchanged), and sharding the model state
 // (ZeRO, stages 1-3 at the run's ranks, each at the requested
 // micro-batch). Only the levers that fit are listed. When the model state
 // alone is over the budget no data-parallel or activation lever can help;

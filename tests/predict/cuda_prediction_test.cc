@@ -38,7 +38,17 @@ TEST(CudaPrediction, RequestsAtThePeakAreThePredictedPeak) {
             {"--train.optimizer", "sgd", "--train.momentum", "0.9"}},
            {"gpt-tiny", {"--train.activation_checkpointing", "blocks"}},
            {"resnet-tiny", {"--train.activation_checkpointing", "blocks"}},
-           {"gpt-tiny", {"--world-size", "4"}}}) {
+           {"gpt-tiny", {"--world-size", "4"}},
+           {"mlp-tiny", {"--train.dtype", "bf16-autocast"}},
+           {"gpt-tiny", {"--train.dtype", "bf16-autocast"}},
+           {"resnet-tiny", {"--train.dtype", "bf16-autocast"}},
+           {"gpt-tiny",
+            {"--train.dtype", "bf16-autocast",
+             "--train.activation_checkpointing", "blocks"}},
+           {"resnet-tiny",
+            {"--train.dtype", "bf16-autocast",
+             "--train.activation_checkpointing", "blocks"}},
+           {"gpt-tiny", {"--train.dtype", "bfloat16"}}}) {
     const RunConfig config = Preset(name, extra);
     const Prediction p = Predict(config);
     const CudaPrediction cuda = PredictOnCuda(p, config);

@@ -70,7 +70,12 @@ INSTANTIATE_TEST_SUITE_P(
     TinyConfigs, TwoRankPrediction,
     ::testing::Values(
         TwoRankCase{"mlp-tiny", 1, ""}, TwoRankCase{"mlp-tiny", 2, ""},
-        TwoRankCase{"mlp-tiny", 5, ""}, TwoRankCase{"gpt-tiny", 1, ""},
+        TwoRankCase{"mlp-tiny", 5, ""},
+        // Large enough that a ReLU's backward, not a Linear's, peaks (Note
+        // [MLP backward moments]).
+        TwoRankCase{"mlp-tiny", 1024, ""},
+        TwoRankCase{"mlp-tiny", 1024, "--train.optimizer sgd"},
+        TwoRankCase{"gpt-tiny", 1, ""},
         TwoRankCase{"gpt-tiny", 2, ""}, TwoRankCase{"gpt-tiny", 5, ""},
         TwoRankCase{"resnet-tiny", 1, ""}, TwoRankCase{"resnet-tiny", 2, ""},
         TwoRankCase{"resnet-tiny", 5, ""},
