@@ -359,7 +359,7 @@ PredictArgs ParsePredictArgs(const std::vector<std::string>& words) {
   po::options_description flags("Options");
   flags.add_options()("help,h", "print this help")(
       "json", po::bool_switch(&args.json),
-      "print the prediction as JSON (memprof.prediction/1.1)")(
+      "print the prediction as JSON (memprof.prediction/1.2)")(
       "table", po::bool_switch(&args.table),
       "also print the model's size table, one row per tensor");
   po::variables_map cli;

@@ -1,5 +1,5 @@
 // `memprof predict`: the per-rank prediction of a config, printed as a table
-// with the formula behind each figure, or as JSON (memprof.prediction/1.1).
+// with the formula behind each figure, or as JSON (memprof.prediction/1.2).
 // Builds no model and allocates no tensor.
 #pragma once
 
