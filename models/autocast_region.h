@@ -28,7 +28,9 @@ struct AutocastState {
 class AutocastRegion {
  public:
   AutocastRegion(c10::DeviceType device, AutocastState state)
-      : device_(device), on_(state.enabled), before_(AutocastState::Of(device)) {
+      : device_(device),
+        on_(state.enabled),
+        before_(AutocastState::Of(device)) {
     if (!on_) return;
     at::autocast::set_autocast_enabled(device_, true);
     at::autocast::set_autocast_dtype(device_, state.dtype);

@@ -147,8 +147,8 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
             "[d, 3d]", lo);
       t.Add(n + "attn.c_proj.weight's bfloat16 copy", cast, {d, d}, "[d, d]",
             lo);
-      t.Add(n + "mlp.c_fc.weight's bfloat16 copy", cast, {d, 4 * d},
-            "[d, 4d]", lo);
+      t.Add(n + "mlp.c_fc.weight's bfloat16 copy", cast, {d, 4 * d}, "[d, 4d]",
+            lo);
       t.Add(n + "mlp.c_proj.weight's bfloat16 copy", cast, {4 * d, d},
             "[4d, d]", lo);
     }
@@ -186,8 +186,7 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
     const auto w = RowKind::kWorkspace;
     const size_t first = t.rows.size();
     t.Add(n + "gradient into the block", w, {b, T, d}, "[B, T, d]", f);
-    t.Add(n + "mlp c_proj input gradient", w, {b, T, 4 * d}, "[B, T, 4d]",
-          lo);
+    t.Add(n + "mlp c_proj input gradient", w, {b, T, 4 * d}, "[B, T, 4d]", lo);
     t.Add(n + "mlp c_proj weight gradient", w, {d, 4 * d}, "[d, 4d]", f);
     t.Add(n + "wte gradient from the output projection", w, {c.vocab, d},
           "[V, d]", f);
@@ -207,8 +206,7 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
   }
   t.Add("embeddings backward: wpe gradient", RowKind::kWorkspace, {T, d},
         "[T, d]", f);
-  t.Add("embeddings backward: loss gradient", RowKind::kWorkspace, {}, "[]",
-        f);
+  t.Add("embeddings backward: loss gradient", RowKind::kWorkspace, {}, "[]", f);
   t.SetBlock(late, SizeRow::kNoBlock);
 
   t.Add("token ids", RowKind::kInput, {b, T}, "[B, T]", Dtype::kInt64);

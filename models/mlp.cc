@@ -18,9 +18,9 @@ torch::Tensor MlpImpl::forward(torch::Tensor x) { return layers_->forward(x); }
 MlpModel::MlpModel(const MlpConfig& config) : config_(config), mlp_(config) {}
 
 Batch MlpModel::MakeBatch(int64_t micro_batch) {
-  return Batch{torch::randn({micro_batch, config_.input},
-                            torch::dtype(float_dtype())),
-               torch::randint(config_.output, {micro_batch}, torch::kLong)};
+  return Batch{
+      torch::randn({micro_batch, config_.input}, torch::dtype(float_dtype())),
+      torch::randint(config_.output, {micro_batch}, torch::kLong)};
 }
 
 torch::Tensor MlpModel::Loss(const Batch& batch) {

@@ -217,8 +217,7 @@ void AddResnetSaved(SizeTable& t, const ResnetConfig& c, int64_t b,
             "[B, " + WidthTerms(mw) + ", " + first_terms + ", " + first_terms +
                 "]",
             dt.low);
-      AddBatchNormSaved(t, n + "bn2", b, width, side, WidthTerms(mw), S, s,
-                        dt);
+      AddBatchNormSaved(t, n + "bn2", b, width, side, WidthTerms(mw), S, s, dt);
       if (stages.bottleneck) {
         t.Add(n + "relu2 output (conv3 input)", s, {b, width, side, side},
               "[B, " + WidthTerms(mw) + ", " + S + ", " + S + "]", dt.low);

@@ -4,10 +4,9 @@ namespace memprof {
 namespace {
 
 constexpr std::array<std::string_view, kNumCategorySlots> kCategoryNames = {
-    "weights",     "gradients",   "optimizer_state",
-    "weight_casts", "activations", "ddp_buckets",
-    "inputs",      "temporaries", "unattributed",
-    "pending"};
+    "weights",      "gradients",   "optimizer_state", "weight_casts",
+    "activations",  "ddp_buckets", "inputs",          "temporaries",
+    "unattributed", "pending"};
 
 constexpr std::array<std::string_view, kNumPhases> kPhaseNames = {
     "idle",     "model_init", "ddp_init",  "inputs", "forward",

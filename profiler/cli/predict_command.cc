@@ -77,10 +77,10 @@ std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
   switch (c) {
     case Category::kWeights:
       return e + "P" +
-             std::string(p.buffer_bytes > 0 ? " + module buffers (" +
-                                                  HumanBytes(p.buffer_bytes) +
-                                                  ")"
-                                            : "");
+             std::string(p.buffer_bytes > 0
+                             ? " + module buffers (" +
+                                   HumanBytes(p.buffer_bytes) + ")"
+                             : "");
     case Category::kGradients:
       return e + "P: one " + element + " gradient per parameter";
     case Category::kWeightCasts:

@@ -106,10 +106,11 @@ std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
       changed.train.dtype = "bf16-autocast";
       const int64_t peak = peak_with(changed);
       if (peak <= budget) {
-        levers.push_back({"bf16 autocast (bfloat16 activations, plus the "
-                          "weights' bfloat16 copies)",
-                          "--train.dtype bf16-autocast", peak,
-                          /*one_rank=*/true});
+        levers.push_back(
+            {"bf16 autocast (bfloat16 activations, plus the "
+             "weights' bfloat16 copies)",
+             "--train.dtype bf16-autocast", peak,
+             /*one_rank=*/true});
       }
     }
   }

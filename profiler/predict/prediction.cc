@@ -66,12 +66,12 @@ class Sizes {
   int64_t CastsInBackward(int32_t block) const {
     int64_t sum = 0;
     for (const SizeRow& row : table_.rows) {
-      const bool held = row.kind == RowKind::kWeightCast &&
-                        row.block != SizeRow::kForwardOnly &&
-                        (block == SizeRow::kEveryBlock ||
-                         (block == SizeRow::kNoBlock
-                              ? row.block == SizeRow::kEveryBlock
-                              : row.block <= block));
+      const bool held =
+          row.kind == RowKind::kWeightCast &&
+          row.block != SizeRow::kForwardOnly &&
+          (block == SizeRow::kEveryBlock ||
+           (block == SizeRow::kNoBlock ? row.block == SizeRow::kEveryBlock
+                                       : row.block <= block));
       if (held || (row.kind == RowKind::kRecomputedCast && row.block == block))
         sum += Of(row.Bytes());
     }
@@ -294,13 +294,15 @@ std::string BytesPerParameterNote(const RunConfig& config) {
                                 : t.optimizer == "adamw" ? "AdamW"
                                 : t.momentum > 0         ? "momentum SGD"
                                                          : "SGD";
-  const std::string dtype = t.dtype == "float32"         ? "fp32"
-                            : t.dtype == "bf16-autocast" ? "fp32 + bf16 autocast"
-                                                         : "bf16";
+  const std::string dtype = t.dtype == "float32" ? "fp32"
+                            : t.dtype == "bf16-autocast"
+                                ? "fp32 + bf16 autocast"
+                                : "bf16";
   const std::string state =
       t.optimizer != "sgd" ? std::to_string(b.optimizer) + " for the moments"
-      : t.momentum > 0 ? std::to_string(b.optimizer) + " for the momentum buffer"
-                       : "0 for the optimizer (no state)";
+      : t.momentum > 0
+          ? std::to_string(b.optimizer) + " for the momentum buffer"
+          : "0 for the optimizer (no state)";
   std::string note = dtype + " + " + optimizer + ": " +
                      std::to_string(b.weights) +
                      " each for weights and gradients, " + state + ", " +

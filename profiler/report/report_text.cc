@@ -150,8 +150,8 @@ ReportTable CategoriesTable(const RunView& view) {
   }
   table.notes.push_back(
       "bytes/P: bytes per parameter on rank " +
-      std::to_string(first.context.rank) +
-      " (" + BytesPerParameterNote(first.context.config) +
+      std::to_string(first.context.rank) + " (" +
+      BytesPerParameterNote(first.context.config) +
       "). Model state does not shrink with more ranks; only activations "
       "follow the per-rank micro-batch.");
   return table;

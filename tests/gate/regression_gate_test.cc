@@ -177,10 +177,10 @@ TEST_F(RegressionGateTest, ProfileCheckPassesOnTheCommittedCheckpointedGpt) {
 TEST_F(RegressionGateTest, ProfileCheckPassesOnTheCommittedAutocastMlp) {
   const std::string baseline =
       std::string(kBaselines) + "/mlp-tiny-ws1-bf16-autocast.json";
-  const CommandResult r = RunMemprof(
-      std::string("profile --config ") + kTiny +
-      " --train.dtype bf16-autocast --out " + Path("run") + " --check " +
-      baseline + " --json " + Path("c.json"));
+  const CommandResult r =
+      RunMemprof(std::string("profile --config ") + kTiny +
+                 " --train.dtype bf16-autocast --out " + Path("run") +
+                 " --check " + baseline + " --json " + Path("c.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("0 regressed"), std::string::npos) << r.output;
   const Json check = Read(Path("c.json"));

@@ -99,25 +99,21 @@ TEST_P(CheckpointedBlocks, GiveThePlainGradients) {
 
 INSTANTIATE_TEST_SUITE_P(
     TinyConfigs, CheckpointedBlocks,
-    ::testing::Values(CheckpointCase{"gpt-tiny", {}, 2},
-                      CheckpointCase{"gpt-tiny", {"--gpt.dropout", "0.1"}, 2},
-                      CheckpointCase{"gpt-tiny", {"--gpt.dropout", "0.1"}, 5},
-                      CheckpointCase{"resnet-tiny", {}, 2},
-                      CheckpointCase{"resnet-tiny", {}, 1},
-                      CheckpointCase{"gpt-tiny",
-                                     {"--gpt.dropout", "0.1", "--train.dtype",
-                                      "bf16-autocast"},
-                                     2},
-                      CheckpointCase{"gpt-tiny",
-                                     {"--gpt.dropout", "0.1", "--train.dtype",
-                                      "bfloat16"},
-                                     2},
-                      CheckpointCase{"resnet-tiny",
-                                     {"--train.dtype", "bf16-autocast"},
-                                     2},
-                      CheckpointCase{"resnet-tiny",
-                                     {"--train.dtype", "bfloat16"},
-                                     2}),
+    ::testing::Values(
+        CheckpointCase{"gpt-tiny", {}, 2},
+        CheckpointCase{"gpt-tiny", {"--gpt.dropout", "0.1"}, 2},
+        CheckpointCase{"gpt-tiny", {"--gpt.dropout", "0.1"}, 5},
+        CheckpointCase{"resnet-tiny", {}, 2},
+        CheckpointCase{"resnet-tiny", {}, 1},
+        CheckpointCase{
+            "gpt-tiny",
+            {"--gpt.dropout", "0.1", "--train.dtype", "bf16-autocast"},
+            2},
+        CheckpointCase{"gpt-tiny",
+                       {"--gpt.dropout", "0.1", "--train.dtype", "bfloat16"},
+                       2},
+        CheckpointCase{"resnet-tiny", {"--train.dtype", "bf16-autocast"}, 2},
+        CheckpointCase{"resnet-tiny", {"--train.dtype", "bfloat16"}, 2}),
     [](const ::testing::TestParamInfo<CheckpointCase>& info) {
       std::string name =
           info.param.preset + "_b" + std::to_string(info.param.micro_batch);

@@ -75,10 +75,9 @@ INSTANTIATE_TEST_SUITE_P(
         // [MLP backward moments]).
         TwoRankCase{"mlp-tiny", 1024, ""},
         TwoRankCase{"mlp-tiny", 1024, "--train.optimizer sgd"},
-        TwoRankCase{"gpt-tiny", 1, ""},
-        TwoRankCase{"gpt-tiny", 2, ""}, TwoRankCase{"gpt-tiny", 5, ""},
-        TwoRankCase{"resnet-tiny", 1, ""}, TwoRankCase{"resnet-tiny", 2, ""},
-        TwoRankCase{"resnet-tiny", 5, ""},
+        TwoRankCase{"gpt-tiny", 1, ""}, TwoRankCase{"gpt-tiny", 2, ""},
+        TwoRankCase{"gpt-tiny", 5, ""}, TwoRankCase{"resnet-tiny", 1, ""},
+        TwoRankCase{"resnet-tiny", 2, ""}, TwoRankCase{"resnet-tiny", 5, ""},
         TwoRankCase{"gpt-tiny", 3, "--ddp.gradient_as_bucket_view true"},
         TwoRankCase{"gpt-tiny", 1, kCheckpointed},
         TwoRankCase{"gpt-tiny", 2, kCheckpointed},
@@ -106,9 +105,9 @@ INSTANTIATE_TEST_SUITE_P(
       std::string name =
           info.param.preset + "_b" + std::to_string(info.param.micro_batch);
       std::string extra = info.param.extra;
-      for (const std::string& drop : {std::string("--train."),
-                                      std::string("--ddp."),
-                                      std::string("activation_")}) {
+      for (const std::string& drop :
+           {std::string("--train."), std::string("--ddp."),
+            std::string("activation_")}) {
         for (size_t at; (at = extra.find(drop)) != std::string::npos;) {
           extra.erase(at, drop.size());
         }
