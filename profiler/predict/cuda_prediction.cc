@@ -70,28 +70,24 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
       }
     }
     const std::vector<uint64_t> inputs = s.AllocRows(table, RowKind::kInput);
-    // Saved until the end of backward; held until a block's backward (up
-    // to and after the busiest block); freed before the blocks'.
-    const auto k = RowKind::kSaved;
-    const std::vector<uint64_t> held = s.AllocRowsOf(table, k, is(-1));
-    const std::vector<uint64_t> below =
-        s.AllocRowsOf(table, k, in_blocks(0, busiest));
-    const std::vector<uint64_t> above =
-        s.AllocRowsOf(table, k, in_blocks(busiest + 1, SizeRow::kNoBlock - 1));
-    const std::vector<uint64_t> head =
-        s.AllocRowsOf(table, k, is(SizeRow::kNoBlock));
-    // bf16-autocast: the weights' copies, held as the saved rows are; the
-    // cache's own are freed when the forward's region ends.
-    const auto c = RowKind::kWeightCast;
+    // Saved rows, and under bf16-autocast the weights' copies, held as
+    // saved rows are: until the end of backward, until a block's backward
+    // (up to and after the busiest block), or freed before the blocks'.
+    struct Held {
+      std::vector<uint64_t> held, below, above, head;
+    };
+    const auto hold = [&](RowKind kind) {
+      return Held{s.AllocRowsOf(table, kind, is(-1)),
+                  s.AllocRowsOf(table, kind, in_blocks(0, busiest)),
+                  s.AllocRowsOf(table, kind,
+                                in_blocks(busiest + 1, SizeRow::kNoBlock - 1)),
+                  s.AllocRowsOf(table, kind, is(SizeRow::kNoBlock))};
+    };
+    const Held saved = hold(RowKind::kSaved);
+    const Held casts = hold(RowKind::kWeightCast);
+    // The cache's own copies are freed when the forward's region ends.
     const std::vector<uint64_t> cached =
-        s.AllocRowsOf(table, c, is(SizeRow::kForwardOnly));
-    const std::vector<uint64_t> held_casts = s.AllocRowsOf(table, c, is(-1));
-    const std::vector<uint64_t> below_casts =
-        s.AllocRowsOf(table, c, in_blocks(0, busiest));
-    const std::vector<uint64_t> above_casts =
-        s.AllocRowsOf(table, c, in_blocks(busiest + 1, SizeRow::kNoBlock - 1));
-    const std::vector<uint64_t> head_casts =
-        s.AllocRowsOf(table, c, is(SizeRow::kNoBlock));
+        s.AllocRowsOf(table, RowKind::kWeightCast, is(SizeRow::kForwardOnly));
     s.Free(cached);
     const std::vector<uint64_t> workspace =
         s.AllocRowsOf(table, RowKind::kWorkspace, is(SizeRow::kEveryBlock));
@@ -99,11 +95,11 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
       gradients = s.AllocRows(table, RowKind::kParameter);
     }
     early_backward = s.model().now();
-    s.Free(head);
-    s.Free(head_casts);
+    s.Free(saved.head);
+    s.Free(casts.head);
     s.Free(workspace);
-    s.Free(above);
-    s.Free(above_casts);
+    s.Free(saved.above);
+    s.Free(casts.above);
     // The busiest block's backward (a checkpointed block's after its rerun).
     if (busiest >= 0) {
       const std::vector<uint64_t> rerun =
@@ -117,15 +113,15 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
       s.Free(rerun_casts);
       s.Free(rerun);
     }
-    s.Free(below);
-    s.Free(below_casts);
+    s.Free(saved.below);
+    s.Free(casts.below);
     // Late in backward.
     const std::vector<uint64_t> late =
         s.AllocRowsOf(table, RowKind::kWorkspace, is(SizeRow::kNoBlock));
     late_backward = s.model().now();
     s.Free(late);
-    s.Free(held);
-    s.Free(held_casts);
+    s.Free(saved.held);
+    s.Free(casts.held);
     // The loss, a scalar that outlives backward (the prediction's optimizer
     // moment counts it as the activations left).
     const std::vector<uint64_t> loss{s.Alloc(4)};
