@@ -267,8 +267,9 @@ std::string FormatFit(const FitAnswer& a, const RunConfig& config) {
       << " B) per rank, " << Plural(a.world_size, "rank") << ", micro-batch "
       << a.micro_batch << " per rank\n"
       << "model state per rank (weights + gradients + optimizer state + DDP "
-         "buckets): "
-      << HumanBytes(a.model_state_bytes)
+         "buckets; "
+      << BytesPerParameterNote(config)
+      << "): " << HumanBytes(a.model_state_bytes)
       << (config.ddp.zero_stage == 1
               ? " on the busiest rank, its optimizer state its ZeRO-1 "
                 "partition (whole tensors: see predict --ddp.zero_stage 1)\n"

@@ -161,6 +161,47 @@ TEST(SizeTable, ResnetActivationsScaleWithTheBatchExceptPerChannelStatistics) {
             5 * (one.Bytes(RowKind::kSaved) - stats - 8));
 }
 
+// The bytes-per-parameter statement follows the dtype and the optimizer,
+// and is the prediction's own figure: gpt-tiny has no buffers, so its
+// model state per parameter is exactly the statement's sum.
+TEST(Prediction, BytesPerParameterFollowTheDtypeAndTheOptimizer) {
+  struct Case {
+    std::vector<std::string> flags;
+    int64_t state;  // weights + gradients + optimizer + buckets
+    std::string note;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{},
+            20,
+            "fp32 + Adam: 4 each for weights and gradients, 8 for "
+            "the moments, 4 for DDP buckets"},
+           {{"--train.dtype", "bfloat16"},
+            10,
+            "bf16 + Adam: 2 each for weights and gradients, 4 for the "
+            "moments, 2 for DDP buckets"},
+           {{"--train.dtype", "bf16-autocast"},
+            20,
+            "and up to 2 more, outside model state, for the weights' "
+            "bfloat16 copies"},
+           {{"--train.optimizer", "sgd", "--train.momentum", "0.9",
+             "--train.dtype", "bfloat16"},
+            8,
+            "bf16 + momentum SGD: 2 each for weights and gradients, 2 for "
+            "the momentum buffer"},
+           {{"--train.optimizer", "sgd", "--ddp.gradient_as_bucket_view",
+             "true"},
+            8,
+            "fp32 + SGD: 4 each for weights and gradients, 0 for the "
+            "optimizer (no state)"}}) {
+    const RunConfig config = Preset("gpt-tiny", c.flags);
+    SCOPED_TRACE(config.train.dtype + " " + config.train.optimizer);
+    EXPECT_EQ(BytesPerParameterOf(config).State(), c.state);
+    EXPECT_EQ(Predict(config).model_state_bytes_per_parameter, c.state);
+    EXPECT_NE(BytesPerParameterNote(config).find(c.note), std::string::npos)
+        << BytesPerParameterNote(config);
+  }
+}
+
 TEST(Prediction, ModelStateIsSixteenBytesPerParameterPlusBuckets) {
   const Prediction p = Predict(Preset("gpt2-small"));
   const int64_t n = p.parameters;
