@@ -11,7 +11,8 @@
 #       were built against). Runs the CUDA tests, profiles gpt2-small at
 #       T = 1024, B = 4 on the GPU (with the hook and without it, for the
 #       step-time ratio), a 2-rank Gloo job sharing the GPU, NCCL refusing
-#       two ranks on one GPU, and a run under --memory-limit; writes the
+#       two ranks on one GPU, a run under --memory-limit and one under
+#       bf16 autocast (its weight casts on the GPU); writes the
 #       rank reports, the log and summary.txt to $OUT (default
 #       device-out/). About 3 minutes on one H200.
 set -uo pipefail
@@ -71,6 +72,12 @@ run() {
     --memory-limit 6GiB --out "$runs/oom" >>"$log" 2>&1
   echo "oom_exit=$?" >>"$out/exits"
   cp "$runs/oom/rank-0.json" "$out/oom-rank-0.json"
+
+  step "gpt2-small on the GPU under bf16 autocast"
+  timeout 120 "$bin/memprof" profile "${gpt[@]}" --steps 4 \
+    --train.dtype bf16-autocast --out "$runs/autocast" >>"$log" 2>&1
+  echo "autocast_exit=$?" >>"$out/exits"
+  cp "$runs/autocast/rank-0.json" "$out/autocast-rank-0.json"
 
   step "2 ranks sharing the GPU over Gloo"
   timeout 150 "$bin/memprof" profile "${gpt[@]}" --steps 4 --world-size 2 \
