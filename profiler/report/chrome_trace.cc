@@ -15,6 +15,15 @@ using Json = nlohmann::ordered_json;
 
 constexpr int kLoopThread = 0;  // tid of the phase and step spans
 
+// Note [Trace processes]
+// Rank r is process r + 1: Perfetto and other viewers treat pid 0 as the
+// kernel's (the swapper), not as a process of the trace. A span of zero
+// duration (the idle mark at a session's very start or end) is left out:
+// it nests ambiguously with the spans that begin or end at its time in
+// viewers that sort by start, and carries no time. Counter tracks are
+// written for the categories the run's dtype can hold.
+int PidOf(int rank) { return rank + 1; }
+
 Json Metadata(const char* name, int pid, const Json& args, int tid = 0) {
   return Json{
       {"name", name}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", args}};
@@ -28,8 +37,10 @@ Json Span(const std::string& name, const char* category, int pid, double ts,
 }
 
 // One counter event per category (one track each), plus the total.
-void Counters(Json& events, int pid, double ts, const Breakdown& breakdown) {
+void Counters(Json& events, int pid, double ts, const Breakdown& breakdown,
+              const std::string& dtype) {
   for (Category c : kAllCategories) {
+    if (!CategoryApplies(c, dtype)) continue;
     events.push_back(Json{{"name", CategoryName(c)},
                           {"cat", "memory"},
                           {"ph", "C"},
@@ -58,11 +69,11 @@ double PeakTime(const TimelineSegment& segment, double begin, double end) {
 }
 
 void ProcessMetadata(Json& events, const ReportContext& context) {
-  const int pid = context.rank;
-  events.push_back(Metadata(
-      "process_name", pid,
-      {{"name", "rank " + std::to_string(pid) + " (" + context.hostname +
-                    ", pid " + std::to_string(context.pid) + ")"}}));
+  const int pid = PidOf(context.rank);
+  events.push_back(Metadata("process_name", pid,
+                            {{"name", "rank " + std::to_string(context.rank) +
+                                          " (" + context.hostname + ", pid " +
+                                          std::to_string(context.pid) + ")"}}));
   events.push_back(Metadata("process_sort_index", pid, {{"sort_index", pid}}));
   events.push_back(
       Metadata("thread_name", pid, {{"name", "training loop"}}, kLoopThread));
@@ -87,7 +98,7 @@ void GpuCounters(Json& events, const RankReport& rank,
         {"name", "gpu allocator"},
         {"cat", "gpu"},
         {"ph", "C"},
-        {"pid", rank.context.rank},
+        {"pid", PidOf(rank.context.rank)},
         {"ts", at(timeline[j].begin_us)},
         {"args",
          {{"allocated", f.allocated},
@@ -98,7 +109,8 @@ void GpuCounters(Json& events, const RankReport& rank,
 }
 
 void RankEvents(Json& events, const RankReport& rank, int64_t offset_us) {
-  const int pid = rank.context.rank;
+  const int pid = PidOf(rank.context.rank);
+  const std::string& dtype = rank.context.config.train.dtype;
   ProcessMetadata(events, rank.context);
   const std::vector<TimelineSegment>& timeline = rank.timeline;
   auto at = [&](int64_t us) { return static_cast<double>(offset_us + us); };
@@ -107,7 +119,7 @@ void RankEvents(Json& events, const RankReport& rank, int64_t offset_us) {
     const int step = timeline[i].step;
     size_t j = i;
     while (j + 1 < timeline.size() && timeline[j + 1].step == step) ++j;
-    if (step > 0) {
+    if (step > 0 && timeline[j].end_us > timeline[i].begin_us) {
       const double begin = at(timeline[i].begin_us);
       events.push_back(Span("step " + std::to_string(step), "step", pid, begin,
                             at(timeline[j].end_us) - begin, {{"step", step}}));
@@ -115,6 +127,7 @@ void RankEvents(Json& events, const RankReport& rank, int64_t offset_us) {
     i = j + 1;
   }
   for (const TimelineSegment& segment : timeline) {
+    if (segment.end_us <= segment.begin_us) continue;  // Note [Trace processes]
     const double begin = at(segment.begin_us);
     events.push_back(Span(std::string(PhaseName(segment.phase)), "phase", pid,
                           begin, at(segment.end_us) - begin,
@@ -127,12 +140,14 @@ void RankEvents(Json& events, const RankReport& rank, int64_t offset_us) {
     const TimelineSegment& segment = timeline[i];
     const double begin = at(segment.begin_us);
     const double end = at(segment.end_us);
-    Counters(events, pid, begin, segment.begin_bytes);
+    Counters(events, pid, begin, segment.begin_bytes, dtype);
     if (segment.peak_seq >= 0) {
       Counters(events, pid, PeakTime(segment, begin, end),
-               segment.peak_breakdown);
+               segment.peak_breakdown, dtype);
     }
-    if (i + 1 == timeline.size()) Counters(events, pid, end, segment.end_bytes);
+    if (i + 1 == timeline.size()) {
+      Counters(events, pid, end, segment.end_bytes, dtype);
+    }
   }
   GpuCounters(events, rank, at);
 }
