@@ -317,7 +317,10 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
       "memory-limit", po::value<std::string>(),
       "emulate a device of this size per rank (2GiB, 512MiB, 80GB, bytes): "
       "an allocation over it fails with LibTorch's out-of-memory error and "
-      "the rank reports where its memory was (exit 3)");
+      "the rank reports where its memory was (exit 3)")(
+      "snapshot-format", po::value(&args.snapshot_format),
+      "json (default: snapshot-<r>.json) or pickle (snapshot-<r>.pickle, "
+      "for memory viewers that read pickle only)");
   flags.add(GateFlags(args.check, gate));
   po::variables_map cli;
   if (!ParseRunConfigWords(
@@ -343,6 +346,10 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
     }
   }
   ApplyGateWords(gate, cli, args.check.tolerances);
+  if (args.snapshot_format != "json" && args.snapshot_format != "pickle") {
+    throw InputError("--snapshot-format " + args.snapshot_format +
+                     ": unknown; known: json, pickle");
+  }
   if (cli.count("memory-limit")) {
     if (args.no_hook) {
       throw InputError(

@@ -22,6 +22,9 @@ struct ProfileArgs {
   std::vector<std::string> words;  // as given, for launched ranks
   bool no_hook = false;  // --no-hook: step times only (main() reads it too)
   int64_t memory_limit_bytes = 0;  // --memory-limit; 0: none
+  // --snapshot-format: json (snapshot-<r>.json) or pickle (.pickle, for
+  // viewers that read pickle only; Note [Pickle writer]).
+  std::string snapshot_format = "json";
   bool help = false;
   std::string help_text;
 };

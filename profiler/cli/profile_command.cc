@@ -19,6 +19,7 @@
 #include "profiler/base/atomic_file.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
+#include "profiler/base/pickle_writer.h"
 #include "profiler/base/rank_env.h"
 #include "profiler/capture/memory_snapshot.h"
 #include "profiler/cli/launcher.h"
@@ -113,7 +114,8 @@ std::vector<RankReport> RunThisRank(const RunConfig& config,
                                     const std::string& out_dir,
                                     ProcessGroup& group,
                                     const GroupBackend& backend, bool no_hook,
-                                    int64_t memory_limit_bytes) {
+                                    int64_t memory_limit_bytes,
+                                    const std::string& snapshot_format) {
   const RankRun run = RunRank(config, group, memory_limit_bytes, backend.device,
                               /*cuda_hook=*/!no_hook);
   if (!run.hooked && !no_hook) {
@@ -123,12 +125,14 @@ std::vector<RankReport> RunThisRank(const RunConfig& config,
   const std::string rank_json = ToJson(report).dump(2) + "\n";
   Write(RankReportPath(out_dir, group.rank()), rank_json);
   if (!no_hook) {
-    Write(fs::path(out_dir) /
-              ("snapshot-" + std::to_string(group.rank()) + ".json"),
-          MemorySnapshotJson(run.capture, group.rank(),
-                             run.cuda ? &run.cuda_segments : nullptr)
-                  .dump() +
-              "\n");
+    const nlohmann::ordered_json snapshot = MemorySnapshotJson(
+        run.capture, group.rank(), run.cuda ? &run.cuda_segments : nullptr);
+    const std::string name = "snapshot-" + std::to_string(group.rank());
+    if (snapshot_format == "pickle") {
+      Write(fs::path(out_dir) / (name + ".pickle"), PickleOf(snapshot));
+    } else {
+      Write(fs::path(out_dir) / (name + ".json"), snapshot.dump() + "\n");
+    }
   }
   if (report.out_of_memory) {
     OutOfMemory(std::move(report), out_dir, group.size());
@@ -214,7 +218,8 @@ void CheckLocalWorldSize(const RunConfig& config) {
 // flock on DIR/.memprof.lock from before training until the process ends
 // (released by the kernel however it ends): a second run into DIR is
 // refused with exit 2 instead of mixing its files in. Holding the lock, it
-// removes what an earlier run left there (rank-<r>.json, snapshot-<r>.json,
+// removes what an earlier run left there (rank-<r>.json, snapshot-<r>.json
+// or .pickle,
 // summary.json, report.md, report.html, trace.json), so that a 1-rank run
 // after a 2-rank one does not leave rank-1.json for `memprof report` to
 // read. Ranks started by torchrun, srun or mpirun share one --out per
@@ -234,7 +239,8 @@ void ClaimOutputDirectory(const std::string& dir) {
         lock_path.string() + "); wait for it to end or choose another --out");
   }
   // Kept open, so locked, until the process ends.
-  static const std::regex kRankFile("(rank|snapshot)-[0-9]+\\.json");
+  static const std::regex kRankFile(
+      "rank-[0-9]+\\.json|snapshot-[0-9]+\\.(json|pickle)");
   for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (std::regex_match(name, kRankFile) || name == "summary.json" ||
@@ -319,7 +325,7 @@ int RunProfileCommand(const ProfileArgs& args) {
   std::vector<RankReport> reports;
   try {
     reports = RunThisRank(config, args.out_dir, *group, backend, args.no_hook,
-                          args.memory_limit_bytes);
+                          args.memory_limit_bytes, args.snapshot_format);
   } catch (const InputError&) {
     group->Abandon();  // peers may be gone: do not wait for them in teardown
     throw;

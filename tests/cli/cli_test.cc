@@ -105,6 +105,48 @@ TEST_F(CliTest, SnapshotPerCategorySumsMatchTheRankReport) {
   EXPECT_GT(allocated["weights"], 0);
 }
 
+// --snapshot-format pickle: snapshot-0.pickle instead of .json, which
+// Python's pickle loads into the snapshot (every category's allocated
+// bytes are the rank report's); a later JSON run into the same --out
+// leaves no stale pickle behind.
+TEST_F(CliTest, SnapshotAsPickleLoadsInPythonWithTheRankReportsFigures) {
+  const Result r = RunMemprof(std::string("profile --config ") + kTiny +
+                              " --snapshot-format pickle --out " + Out());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(fs::exists(fs::path(Out()) / "snapshot-0.json"));
+  const fs::path pickle = fs::path(Out()) / "snapshot-0.pickle";
+  ASSERT_TRUE(fs::exists(pickle));
+  const fs::path sums = dir_ / "sums.json";
+  const Result py = RunCommand(
+      "python3 -c 'import json, pickle, sys\n"
+      "s = pickle.load(open(sys.argv[1], \"rb\"))\n"
+      "out = {}\n"
+      "for e in s[\"device_traces\"][0]:\n"
+      "    if e[\"action\"] == \"alloc\":\n"
+      "        out[e[\"category\"]] = out.get(e[\"category\"], 0) + "
+      "e[\"size\"]\n"
+      "json.dump(out, open(sys.argv[2], \"w\"))' " +
+      pickle.string() + " " + sums.string());
+  ASSERT_EQ(py.exit_code, 0) << py.output;
+  using Json = nlohmann::json;
+  const Json allocated = Json::parse(std::ifstream(sums));
+  const Json rank = Json::parse(std::ifstream(fs::path(Out()) / "rank-0.json"));
+  for (const auto& [name, entry] : rank["categories"].items()) {
+    const int64_t expected = entry["allocated_bytes"].get<int64_t>();
+    EXPECT_EQ(allocated.value(name, int64_t{0}), expected) << name;
+  }
+  const Result json =
+      RunMemprof(std::string("profile --config ") + kTiny + " --out " + Out());
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_FALSE(fs::exists(pickle));
+  EXPECT_TRUE(fs::exists(fs::path(Out()) / "snapshot-0.json"));
+  const Result bad = RunMemprof(std::string("profile --config ") + kTiny +
+                                " --snapshot-format xml --out " + Out());
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--snapshot-format xml"), std::string::npos)
+      << bad.output;
+}
+
 // A binary file given as the config: its control bytes are shown escaped,
 // not sent to the terminal.
 TEST_F(CliTest, ControlBytesInAMessageAreEscaped) {
