@@ -36,6 +36,16 @@ std::optional<Phase> PhaseFromName(std::string_view name) {
   return std::nullopt;
 }
 
+std::vector<Category> CategoriesOf(std::string_view dtype) {
+  std::vector<Category> out;
+  for (Category c : kAllCategories) {
+    if (c != Category::kWeightCasts || dtype == "bf16-autocast") {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
 int64_t ModelStateBytes(const Breakdown& bytes) {
   int64_t total = 0;
   for (Category c : kAllCategories) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace memprof {
 
@@ -86,12 +87,11 @@ inline bool IsModelState(Category c) {
 // throughout when a file leaves it out.
 inline bool IsLaterCategory(Category c) { return c == Category::kWeightCasts; }
 
-// Whether a category can hold bytes in a run of train.dtype `dtype`:
-// weight_casts under bf16-autocast only. The human-readable tables leave
-// out a category that cannot; the JSON files carry every category.
-inline bool CategoryApplies(Category c, std::string_view dtype) {
-  return c != Category::kWeightCasts || dtype == "bf16-autocast";
-}
+// The categories that can hold bytes in a run of train.dtype `dtype`, in
+// category order: weight_casts under bf16-autocast only. The
+// human-readable tables and the trace's counters show these; the JSON
+// files carry every category.
+std::vector<Category> CategoriesOf(std::string_view dtype);
 
 // The model-state categories of `bytes`, summed.
 int64_t ModelStateBytes(const Breakdown& bytes);

@@ -221,8 +221,7 @@ std::string FormatPrediction(const Prediction& p, const RunConfig& config) {
   std::snprintf(line, sizeof line, "%-16s %12s  %s\n", "category", "predicted",
                 "formula");
   out << line;
-  for (Category c : kAllCategories) {
-    if (!CategoryApplies(c, config.train.dtype)) continue;
+  for (Category c : CategoriesOf(config.train.dtype)) {
     std::snprintf(line, sizeof line, "%-16s %12s  %s\n",
                   std::string(CategoryName(c)).c_str(),
                   HumanBytes(p.bytes[Index(c)]).c_str(),

@@ -264,8 +264,7 @@ CheckReport CompareWithBaseline(const Baseline& baseline,
   report.tolerances = ResolveTolerances(tolerances, baseline.tolerances);
 
   const auto& before = baseline.run.ranks;
-  for (Category c : kAllCategories) {
-    if (!CategoryApplies(c, baseline.run.context.dtype)) continue;
+  for (Category c : CategoriesOf(baseline.run.context.dtype)) {
     const std::string key(CategoryName(c));
     const int i = Index(c);
     for (size_t r = 0; r < before.size(); ++r) {

@@ -261,8 +261,8 @@ Prediction Predict(const RunConfig& config, int rank) {
   // Their own largest: every copy, when the forward ends (the cache's
   // still held), or a checkpointed block's rerun's, whichever is larger.
   p.bytes[Index(Category::kWeightCasts)] =
-      std::max({sizes.Sum(RowKind::kWeightCast),
-                p.block_backward.bytes[Index(Category::kWeightCasts)]});
+      std::max(sizes.Sum(RowKind::kWeightCast),
+               p.block_backward.bytes[Index(Category::kWeightCasts)]);
   return p;
 }
 
@@ -306,7 +306,7 @@ std::string BytesPerParameterNote(const RunConfig& config) {
   std::string note = dtype + " + " + optimizer + ": " +
                      std::to_string(b.weights) +
                      " each for weights and gradients, " + state + ", " +
-                     std::to_string(config.train.dtype == "bfloat16" ? 2 : 4) +
+                     std::to_string(b.weights) +
                      " for DDP buckets unless gradient_as_bucket_view";
   if (b.casts > 0) {
     note +=

@@ -39,8 +39,7 @@ Json Span(const std::string& name, const char* category, int pid, double ts,
 // One counter event per category (one track each), plus the total.
 void Counters(Json& events, int pid, double ts, const Breakdown& breakdown,
               const std::string& dtype) {
-  for (Category c : kAllCategories) {
-    if (!CategoryApplies(c, dtype)) continue;
+  for (Category c : CategoriesOf(dtype)) {
     events.push_back(Json{{"name", CategoryName(c)},
                           {"cat", "memory"},
                           {"ph", "C"},

@@ -255,10 +255,8 @@ std::string PredictionSection(const RunView& view) {
   chart.id = "predicted-vs-measured";
   chart.title = "Predicted vs measured, by category and rank";
   chart.y_title = "bytes";
-  for (Category c : kAllCategories) {
-    if (!CategoryApplies(c, view.ranks.front().context.config.train.dtype)) {
-      continue;
-    }
+  for (Category c :
+       CategoriesOf(view.ranks.front().context.config.train.dtype)) {
     BarGroup group{std::string(CategoryName(c)), {}, {}};
     group.data = {{"data-category", group.label}};
     for (const RankReport& rank : view.ranks) {

@@ -123,8 +123,7 @@ ReportTable CategoriesTable(const RunView& view) {
   table.header.push_back("bytes/P");
   table.numeric.assign(table.header.size(), true);
   table.numeric[0] = false;
-  for (Category c : kAllCategories) {
-    if (!CategoryApplies(c, first.context.config.train.dtype)) continue;
+  for (Category c : CategoriesOf(first.context.config.train.dtype)) {
     std::vector<std::string> row = {std::string(CategoryName(c)),
                                     Bytes(first.Of(c).predicted_bytes)};
     for (const RankReport& rank : view.ranks) {
@@ -174,10 +173,8 @@ ReportTable PeakTable(const RunView& view) {
   }
   table.numeric.assign(table.header.size(), true);
   table.numeric[0] = false;
-  for (Category c : kAllCategories) {
-    if (!CategoryApplies(c, view.ranks.front().context.config.train.dtype)) {
-      continue;
-    }
+  for (Category c :
+       CategoriesOf(view.ranks.front().context.config.train.dtype)) {
     std::vector<std::string> row = {std::string(CategoryName(c)),
                                     Bytes(predicted.breakdown[Index(c)])};
     for (const RankReport& rank : view.ranks) {
@@ -270,10 +267,8 @@ ReportTable OutOfMemoryTable(const RunView& view) {
   }
   table.numeric.assign(table.header.size(), true);
   table.numeric[0] = false;
-  for (Category c : kAllCategories) {
-    if (!CategoryApplies(c, view.ranks.front().context.config.train.dtype)) {
-      continue;
-    }
+  for (Category c :
+       CategoriesOf(view.ranks.front().context.config.train.dtype)) {
     std::vector<std::string> row = {std::string(CategoryName(c))};
     for (const OutOfMemoryFigures* oom : failed) {
       row.push_back(Bytes(oom->breakdown[Index(c)]));

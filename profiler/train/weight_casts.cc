@@ -16,7 +16,6 @@ namespace {
 // The observed parameters' storages; read by the callbacks on any thread,
 // written only while no observer is installed.
 std::unordered_set<const void*> g_storages;
-std::atomic<int64_t> g_resolved{0};
 std::atomic<int64_t> g_missed{0};
 std::atomic<bool> g_installed{false};
 
@@ -44,10 +43,11 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext* context) {
   if (!copy.defined() || !c10::isReducedFloatingType(copy.scalar_type())) {
     return;
   }
-  const ResolveResult result = MemoryTracker::Get().Resolve(
-      copy.storage().data(), Category::kWeightCasts);
-  (result == ResolveResult::kResolved ? g_resolved : g_missed)
-      .fetch_add(1, std::memory_order_relaxed);
+  if (MemoryTracker::Get().Resolve(copy.storage().data(),
+                                   Category::kWeightCasts) !=
+      ResolveResult::kResolved) {
+    g_missed.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace
@@ -59,7 +59,6 @@ WeightCastObserver::WeightCastObserver(
   }
   g_storages.clear();
   for (const torch::Tensor& p : params) g_storages.insert(p.storage().data());
-  g_resolved = 0;
   g_missed = 0;
   handle_ = at::addGlobalCallback(at::RecordFunctionCallback(OnStart, OnEnd)
                                       .needsInputs(true)
@@ -72,7 +71,6 @@ WeightCastObserver::~WeightCastObserver() {
   g_installed = false;
 }
 
-int64_t WeightCastObserver::resolved() const { return g_resolved.load(); }
 int64_t WeightCastObserver::missed() const { return g_missed.load(); }
 
 }  // namespace memprof

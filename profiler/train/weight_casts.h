@@ -2,15 +2,16 @@
 //
 // Note [Weight casts]
 // Under train.dtype = bf16-autocast the forward runs in an autocast region
-// (models/autocast_region.h). An op that autocast runs in bfloat16 (a
-// Linear's addmm, a convolution, a matmul) casts its float32 arguments
-// first; a cast of a parameter (a leaf that requires grad) goes to
-// autocast's cache, which hands the same copy to every later use in the
-// region and drops it when the region ends. The autograd graph keeps the
-// copies that ops saved for backward (a Linear's weight, not its bias)
-// until their node's backward has run. A cast of a view of a parameter
-// (GPT's tied output projection casts wte.weight.t()) is not cached, but
-// is the same thing: a copy of a weight, two bytes per element.
+// (models/autocast_region.h). An op that autocast runs in bfloat16 (an
+// addmm, a matmul, a convolution) casts its float32 arguments first. A
+// cast of a leaf that requires grad (a convolution's weight, a 2-D
+// Linear's bias) goes to autocast's cache, which hands the same copy to
+// every later use in the region and drops it when the region ends. A cast
+// of a view is not cached: LibTorch's Linear passes weight.t(), so a
+// Linear's weight copy (and the tied output projection's copy of
+// wte.weight.t()) lives only as long as the autograd graph keeps it, until
+// its node's backward, or is freed at once when nothing saves it. Either
+// way it is a copy of a weight, two bytes per element.
 //
 // These copies are weight_casts, by ownership, at the moment they are
 // made: an observer of the dispatcher's RecordFunction sees every
@@ -38,9 +39,7 @@ class WeightCastObserver {
   WeightCastObserver(const WeightCastObserver&) = delete;
   WeightCastObserver& operator=(const WeightCastObserver&) = delete;
 
-  // Casts resolved as weight_casts so far, and those whose block the
-  // tracker could not resolve (should stay 0).
-  int64_t resolved() const;
+  // Casts whose block the tracker could not resolve (should stay 0).
   int64_t missed() const;
 
  private:

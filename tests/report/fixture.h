@@ -211,13 +211,10 @@ inline void ExpectChartsShowRanks(const std::string& html,
   const std::vector<Element> bars =
       WithClass(InChart(html, "predicted-vs-measured"), "bar");
   const std::string& dtype = ranks.front().context.config.train.dtype;
-  size_t shown = 0;
-  for (Category c : kAllCategories) shown += CategoryApplies(c, dtype);
-  EXPECT_EQ(bars.size(), ranks.size() * shown * 2);
+  EXPECT_EQ(bars.size(), ranks.size() * CategoriesOf(dtype).size() * 2);
   for (const RankReport& rank : ranks) {
     const std::string r = std::to_string(rank.context.rank);
-    for (Category c : kAllCategories) {
-      if (!CategoryApplies(c, dtype)) continue;
+    for (Category c : CategoriesOf(dtype)) {
       const std::string name(CategoryName(c));
       for (const auto& [kind, figure] :
            {std::pair<std::string, std::string>{"predicted", "predicted_bytes"},
