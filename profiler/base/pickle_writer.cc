@@ -111,6 +111,10 @@ void Value(std::string& out, const nlohmann::ordered_json& value) {
 
 }  // namespace
 
+void AppendPickled(std::string& out, const nlohmann::ordered_json& value) {
+  Value(out, value);
+}
+
 std::string PickleOf(const nlohmann::ordered_json& value) {
   std::string out = {kProto, '\x02'};
   Value(out, value);

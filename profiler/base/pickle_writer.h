@@ -22,5 +22,8 @@ namespace memprof {
 
 // Throws std::invalid_argument for a JSON value pickle cannot hold (binary).
 std::string PickleOf(const nlohmann::ordered_json& value);
+// The opcodes of `value` alone (no PROTO, no STOP), appended to `out`: a
+// piece of a pickle written in parts (DocumentWriter).
+void AppendPickled(std::string& out, const nlohmann::ordered_json& value);
 
 }  // namespace memprof

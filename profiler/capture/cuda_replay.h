@@ -7,13 +7,32 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
+#include <unordered_map>
 
 #include "profiler/base/cuda_allocator_model.h"
-#include "profiler/capture/memory_tracker.h"
+#include "profiler/capture/lifetime_analysis.h"
 
 namespace memprof {
 
-CudaReplay ReplayOnCudaAllocator(const std::vector<Lifetime>& lifetimes);
+// A sink of the analysis' second pass: it gets the blocks in seq order.
+class CudaReplaySink : public CaptureSink {
+ public:
+  void OnAlloc(const Lifetime& block) override {
+    address_[block.address] = model_.Malloc(block.bytes);
+  }
+  void OnFree(const Lifetime& block) override {
+    const auto it = address_.find(block.address);
+    model_.Free(it->second);
+    address_.erase(it);
+  }
+  CudaReplay Result() const {
+    return {model_.at_allocated_peak(), model_.peak_reserved(),
+            model_.segment_count()};
+  }
+
+ private:
+  CudaAllocatorModel model_;
+  std::unordered_map<uint64_t, uint64_t> address_;  // block -> model's
+};
 
 }  // namespace memprof

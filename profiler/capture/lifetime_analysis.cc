@@ -1,18 +1,266 @@
 #include "profiler/capture/lifetime_analysis.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include <c10/util/Exception.h>
+#include "profiler/base/errors.h"
 
 namespace memprof {
 namespace {
 
-struct Event {
-  int64_t delta = 0;  // +bytes at an alloc, -bytes at a free, 0: no event
-  Category category = Category::kUnattributed;
+Category CategoryOfTag(uint64_t tag) {
+  return static_cast<Category>((tag >> 48) & 0xff);
+}
+int64_t BytesOfTag(uint64_t tag) {
+  return static_cast<int64_t>(tag & kTagBytesMask);
+}
+uint8_t FlagsOfTag(uint64_t tag) {
+  return static_cast<uint8_t>((tag >> 56) & ~kTagOwned);
+}
+uint64_t Retagged(uint64_t tag, Category c) {
+  return (tag & ~(uint64_t{0xff} << 48)) | static_cast<uint64_t>(c) << 48;
+}
+PhaseMark MarkOf(const Record& r) {
+  return PhaseMark{r.seq, static_cast<Phase>(r.a & 0xff),
+                   static_cast<int32_t>(r.a >> 8),
+                   static_cast<int64_t>(r.b)};
+}
+
+// Note [Streaming analysis]: one byte per seq, category + 1 at a block's
+// alloc seq (0: no block was allocated there), in an unnamed temporary
+// file; written in any order, read in seq order.
+class CategoryColumn {
+ public:
+  explicit CategoryColumn(int64_t begin_seq)
+      : begin_(begin_seq), base_(begin_seq), buffer_(kWindow, 0) {
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+    fd_ = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd_ < 0) {
+      throw std::runtime_error("cannot create a temporary file in " + dir +
+                               ": " + std::strerror(errno));
+    }
+  }
+  ~CategoryColumn() { ::close(fd_); }
+  CategoryColumn(const CategoryColumn&) = delete;
+  CategoryColumn& operator=(const CategoryColumn&) = delete;
+
+  void Set(int64_t seq, Category c) {
+    while (seq >= base_ + kWindow) Slide();
+    const uint8_t value = static_cast<uint8_t>(static_cast<int>(c) + 1);
+    if (seq >= base_) {
+      buffer_[seq - base_] = value;
+    } else {
+      Write(&value, 1, seq);
+    }
+  }
+  // Writes what the window holds and turns to reading from `begin`.
+  void Finish() {
+    Write(buffer_.data(), kWindow, base_);
+    base_ = begin_;
+    size_ = 0;
+  }
+  // The category allocated at `seq` (non-decreasing seqs), or nullopt.
+  std::optional<Category> Get(int64_t seq) {
+    if (seq < base_ || seq >= base_ + size_) {
+      base_ = seq;
+      const ssize_t n =
+          ::pread(fd_, buffer_.data(), kWindow, seq - begin_);
+      size_ = n > 0 ? n : 0;
+      if (seq >= base_ + size_) return std::nullopt;
+    }
+    const uint8_t value = buffer_[seq - base_];
+    if (value == 0) return std::nullopt;
+    return static_cast<Category>(value - 1);
+  }
+
+ private:
+  static constexpr int64_t kWindow = int64_t{1} << 20;
+  void Slide() {
+    constexpr int64_t half = kWindow / 2;
+    Write(buffer_.data(), half, base_);
+    std::memmove(buffer_.data(), buffer_.data() + half, half);
+    std::memset(buffer_.data() + half, 0, half);
+    base_ += half;
+  }
+  void Write(const uint8_t* data, int64_t bytes, int64_t seq) {
+    int64_t done = 0;
+    while (done < bytes) {
+      const ssize_t n =
+          ::pwrite(fd_, data + done, bytes - done, seq - begin_ + done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        throw std::runtime_error(std::string("cannot write the analysis' "
+                                             "temporary file: ") +
+                                 std::strerror(errno));
+      }
+      done += n;
+    }
+  }
+
+  int fd_ = -1;
+  const int64_t begin_;
+  int64_t base_;
+  int64_t size_ = 0;  // reading: bytes of the window read
+  std::vector<uint8_t> buffer_;
 };
+
+std::unique_ptr<CaptureReader> Open(const Capture& capture) {
+  if (capture.file == nullptr) {
+    throw std::runtime_error("a capture without its file");  // a bug
+  }
+  const std::string& path = capture.file->path();
+  return std::make_unique<CaptureReader>(
+      capture.file->fd(), path.empty() ? "the capture file" : path);
+}
+
+[[noreturn]] void Contradiction(const CaptureReader& reader,
+                                const std::string& name, const Record& r,
+                                const char* what) {
+  throw InputError(name + ": record " + std::to_string(reader.records()) +
+                   " (seq " + std::to_string(r.seq) + ") " + what +
+                   "; the capture is damaged");
+}
+
+// What pass 1 learns about the whole session.
+struct Outline {
+  int64_t end_seq = 0;
+  int64_t end_ns = 0;
+  bool ended = false;
+  int32_t last_step = 0;
+  int32_t last_bucket_free_step = 0;
+  PhaseMark last_mark;
+  OutOfMemory out_of_memory;
+  std::vector<StepPeak> step_peaks;  // category-free totals, steps 1..K
+  bool torn = false;
+  int64_t records = 0;
+};
+
+Outline FirstPass(CaptureReader& reader, const std::string& name,
+                  CategoryColumn& column) {
+  Outline out;
+  struct Block {
+    int64_t alloc_seq;
+    uint64_t tag;
+  };
+  std::unordered_map<uint64_t, Block> live;  // by address
+  int64_t total = 0;
+  int64_t last_seq = reader.header().begin_seq - 1;
+  PhaseMark mark{reader.header().begin_seq, Phase::kIdle, 0, 0};
+  PhaseMark forward_mark;
+  Record r;
+  RecordKind kind;
+  while (reader.Next(r, kind)) {
+    switch (kind) {
+      case RecordKind::kAlloc: {
+        if (!live.emplace(r.a, Block{r.seq, r.b}).second) {
+          Contradiction(reader, name, r, "allocates a live block");
+        }
+        total += BytesOfTag(r.b);
+        if (mark.step >= 1) {
+          StepPeak& peak = out.step_peaks[mark.step - 1];
+          if (total > peak.total_bytes || peak.seq < 0) {
+            peak = StepPeak{total, r.seq, mark.phase};
+          }
+        }
+        last_seq = r.seq;
+        break;
+      }
+      case RecordKind::kFree: {
+        const auto it = live.find(r.a);
+        if (it == live.end()) {
+          Contradiction(reader, name, r, "frees a block not live");
+        }
+        Category c = CategoryOfTag(r.b);
+        if (c == Category::kPending) c = Category::kTemporaries;
+        column.Set(it->second.alloc_seq, c);
+        if (FlagsOfTag(r.b) & kFlagBucket) {
+          out.last_bucket_free_step = mark.step;
+        }
+        total -= BytesOfTag(it->second.tag);
+        live.erase(it);
+        last_seq = r.seq;
+        break;
+      }
+      case RecordKind::kResolve: {
+        const auto it = live.find(r.a);
+        if (it != live.end()) it->second.tag = r.b;
+        break;
+      }
+      case RecordKind::kPending:
+        for (auto& [address, block] : live) {
+          if (CategoryOfTag(block.tag) == Category::kPending &&
+              block.alloc_seq >= static_cast<int64_t>(r.a)) {
+            block.tag = Retagged(block.tag, static_cast<Category>(r.b));
+          }
+        }
+        break;
+      case RecordKind::kMark:
+        mark = MarkOf(r);
+        if (mark.phase == Phase::kForward) forward_mark = mark;
+        if (out.last_step >= 1 && mark.step != out.last_step) {
+          out.step_peaks[out.last_step - 1].end_ns =
+              std::max(out.step_peaks[out.last_step - 1].end_ns, mark.time_ns);
+        }
+        if (mark.step > out.last_step) {
+          out.last_step = mark.step;
+          out.step_peaks.resize(static_cast<size_t>(mark.step));
+          out.step_peaks.back().begin_ns = mark.time_ns;
+        }
+        break;
+      case RecordKind::kRefusal:
+        if (out.out_of_memory.seq < 0) {
+          out.out_of_memory = OutOfMemory{
+              r.seq,
+              static_cast<int64_t>(r.a & ~(uint64_t{1} << 63)),
+              total,
+              static_cast<int64_t>(r.b),
+              mark.phase,
+              mark.step,
+              (r.a >> 63) != 0};
+        }
+        last_seq = r.seq;
+        break;
+      case RecordKind::kEnd:
+        out.ended = true;
+        out.end_seq = r.seq;
+        out.end_ns = static_cast<int64_t>(r.b);
+        break;
+    }
+  }
+  out.torn = reader.torn();
+  out.records = reader.records();
+  out.last_mark = mark;
+  if (!out.ended) {  // Note [Killed capture]
+    out.end_seq = std::max(last_seq + 1, mark.seq);
+    out.end_ns = mark.time_ns;
+  }
+  if (out.last_step >= 1 && out.step_peaks.back().end_ns == 0) {
+    out.step_peaks.back().end_ns = out.end_ns;
+  }
+  for (const auto& [address, block] : live) {
+    Category c = CategoryOfTag(block.tag);
+    if (c == Category::kPending) {
+      c = !out.ended && mark.phase == Phase::kForward &&
+                  block.alloc_seq >= forward_mark.seq
+              ? Category::kActivations
+              : Category::kUnattributed;
+    }
+    column.Set(block.alloc_seq, c);
+  }
+  column.Finish();
+  return out;
+}
 
 void Raise(PeakPoint& point, int64_t total, const Breakdown& now, int64_t seq,
            const PhaseMark& mark) {
@@ -46,158 +294,164 @@ std::vector<SeriesPoint> Thin(std::vector<SeriesPoint> points) {
   return kept;
 }
 
-// The capture's events indexed by seq - begin_seq (one event per seq at
-// most); adds each category's allocated and freed bytes and the number of
-// allocations to `out`.
-std::vector<Event> EventsOf(const Capture& capture, Analysis& out) {
-  const int64_t begin = capture.begin_seq;
-  std::vector<Event> events(
-      static_cast<size_t>(std::max<int64_t>(capture.end_seq - begin, 0)));
-  for (const Lifetime& life : capture.lifetimes) {
-    TORCH_INTERNAL_ASSERT(life.alloc_seq >= begin &&
-                          life.alloc_seq < capture.end_seq);
-    const int c = Index(life.category);
-    TORCH_INTERNAL_ASSERT(c < kNumCategories, "unresolved block in capture");
-    events[life.alloc_seq - begin] = Event{life.bytes, life.category};
-    out.stats[c].allocated += life.bytes;
-    if (life.free_seq != kLive) {
-      TORCH_INTERNAL_ASSERT(life.free_seq > life.alloc_seq &&
-                            life.free_seq < capture.end_seq);
-      events[life.free_seq - begin] = Event{-life.bytes, life.category};
-      out.stats[c].freed += life.bytes;
-    }
-    ++out.allocations;
-  }
-  return events;
-}
-
-// One StepFigures per step the marks name, and the steady state's first
-// step: `steady_from`, clamped to [1, last step].
-void AddSteps(const Capture& capture, int32_t steady_from, Analysis& out) {
-  int32_t last_step = 0;
-  for (const PhaseMark& mark : capture.marks) {
-    last_step = std::max(last_step, mark.step);
-  }
-  out.steady_first_step = std::max(1, std::min(steady_from, last_step));
-  for (int32_t s = 1; s <= last_step; ++s) {
-    StepFigures figures;
-    figures.step = s;
-    out.steps.push_back(figures);
-  }
-}
-
-// Replays the events in seq order: the live bytes by category, one segment
-// per phase mark, and every peak and maximum of `out`.
-class Replay {
+// Pass 2: replays the records with final categories, in seq order.
+class SecondPass {
  public:
-  Replay(const Capture& capture, Analysis& out)
-      : capture_(capture), out_(out) {}
+  SecondPass(const Outline& outline, const AnalysisOptions& options,
+             const std::vector<CaptureSink*>& sinks, Analysis& out)
+      : outline_(outline), keep_(options.keep), sinks_(sinks), out_(out) {}
 
-  void Run(const std::vector<Event>& events) {
-    OpenSegment();
-    for (int64_t seq = capture_.begin_seq; seq < capture_.end_seq; ++seq) {
-      while (mark_index_ + 1 < capture_.marks.size() &&
-             capture_.marks[mark_index_ + 1].seq <= seq) {
-        CloseSegment();
-        ++mark_index_;
+  void Run(CaptureReader& reader, const std::string& name,
+           CategoryColumn& column) {
+    reader.Rewind();
+    mark_ = PhaseMark{reader.header().begin_seq, Phase::kIdle, 0, 0};
+    bool opened = false;
+    Record r;
+    RecordKind kind;
+    while (reader.Next(r, kind)) {
+      if (kind == RecordKind::kMark) {
+        if (opened) CloseSegment(r.seq, MarkOf(r).time_ns);
+        mark_ = MarkOf(r);
         OpenSegment();
+        opened = true;
+        for (CaptureSink* sink : sinks_) sink->OnMark(mark_, Kept(mark_.step));
+        continue;
       }
-      Apply(seq, events[seq - capture_.begin_seq]);
+      if (kind == RecordKind::kAlloc) {
+        const std::optional<Category> c = column.Get(r.seq);
+        if (!c) Contradiction(reader, name, r, "has no final category");
+        Lifetime block;
+        block.alloc_seq = r.seq;
+        block.bytes = BytesOfTag(r.b);
+        block.category = *c;
+        block.address = r.a;
+        live_[r.a] = block;
+        Allocated(block);
+      } else if (kind == RecordKind::kFree) {
+        const auto it = live_.find(r.a);
+        if (it == live_.end()) {
+          Contradiction(reader, name, r, "frees a block not live");
+        }
+        Lifetime block = it->second;
+        live_.erase(it);
+        block.free_seq = r.seq;
+        block.flags = FlagsOfTag(r.b);
+        Freed(block);
+      } else if (kind == RecordKind::kResolve) {
+        const auto it = live_.find(r.a);
+        if (it != live_.end()) it->second.flags = FlagsOfTag(r.b);
+      } else if (kind == RecordKind::kRefusal &&
+                 r.seq == outline_.out_of_memory.seq) {
+        out_.out_of_memory_bytes = now_;
+      }
     }
-    // Close the remaining segments (marks after the last event included).
-    CloseSegment();
-    while (mark_index_ + 1 < capture_.marks.size()) {
-      ++mark_index_;
-      OpenSegment();
-      CloseSegment();
+    if (opened) CloseSegment(outline_.end_seq, outline_.end_ns);
+    for (const auto& [address, block] : live_) {
+      if (block.flags & kFlagBuffer) out_.buffer_bytes += block.bytes;
     }
+    out_.series = Thin(std::move(series_));
   }
+
+  // The blocks live at the end.
+  const std::unordered_map<uint64_t, Lifetime>& live() const { return live_; }
 
  private:
-  // The segment of mark `mark_index_`, from the live bytes now.
+  bool Kept(int32_t step) const {
+    return keep_.Keeps(step, outline_.last_step) || step == out_.series_step;
+  }
+
   void OpenSegment() {
-    const PhaseMark& mark = capture_.marks[mark_index_];
-    const bool last = mark_index_ + 1 == capture_.marks.size();
-    Segment segment;
-    segment.step = mark.step;
-    segment.phase = mark.phase;
-    segment.begin_seq = mark.seq;
-    segment.end_seq =
-        last ? capture_.end_seq : capture_.marks[mark_index_ + 1].seq;
-    segment.begin_ns = mark.time_ns;
-    segment.end_ns =
-        last ? capture_.end_ns : capture_.marks[mark_index_ + 1].time_ns;
-    segment.begin_bytes = now_;
-    out_.segments.push_back(segment);
-    // Blocks live when a step opens count toward its own maxima.
-    if (mark.step >= 1) {
+    if (mark_.step >= 1) {
+      if (mark_.step != step_) {
+        step_ = mark_.step;
+        if (Kept(step_)) {
+          StepFigures figures;
+          figures.step = step_;
+          out_.steps.push_back(figures);
+        }
+        if (step_ == out_.series_step) {
+          series_.push_back(SeriesPoint{mark_.seq - 1, now_});
+        }
+      }
+      // Blocks live when a step opens count toward its own maxima.
       for (int c = 0; c < kNumCategories; ++c) {
-        Breakdown& step_max = out_.steps[mark.step - 1].max_bytes;
-        step_max[c] = std::max(step_max[c], now_[c]);
-        if (mark.step >= out_.steady_first_step) {
+        if (Kept(mark_.step)) {
+          Breakdown& step_max = out_.steps.back().max_bytes;
+          step_max[c] = std::max(step_max[c], now_[c]);
+        }
+        if (mark_.step >= out_.steady_first_step) {
           out_.steady_max[c] = std::max(out_.steady_max[c], now_[c]);
         }
       }
     }
+    segment_ = Segment{};
+    segment_.step = mark_.step;
+    segment_.phase = mark_.phase;
+    segment_.begin_seq = mark_.seq;
+    segment_.begin_ns = mark_.time_ns;
+    segment_.begin_bytes = now_;
   }
 
-  void CloseSegment() {
-    out_.segments.back().end_bytes = now_;
-    const int32_t step = capture_.marks[mark_index_].step;
-    if (step >= 1) out_.steps[step - 1].end_bytes = now_;
-  }
-
-  void Apply(int64_t seq, const Event& event) {
-    if (event.delta == 0) return;
-    const int c = Index(event.category);
-    now_[c] += event.delta;
-    total_ += event.delta;
-    if (event.delta < 0) return;
-    const PhaseMark& mark = capture_.marks[mark_index_];
-    Stat& stat = out_.stats[c];
-    stat.peak = std::max(stat.peak, now_[c]);
-    Raise(out_.run_peak, total_, now_, seq, mark);
-    Raise(out_.segments.back().peak, total_, now_, seq, mark);
-    if (mark.step >= 1) {
-      StepFigures& step = out_.steps[mark.step - 1];
-      Raise(step.peak, total_, now_, seq, mark);
-      step.max_bytes[c] = std::max(step.max_bytes[c], now_[c]);
-      if (mark.step >= out_.steady_first_step) {
-        Raise(out_.steady_peak, total_, now_, seq, mark);
-        out_.steady_max[c] = std::max(out_.steady_max[c], now_[c]);
-      }
+  void CloseSegment(int64_t end_seq, int64_t end_ns) {
+    segment_.end_seq = end_seq;
+    segment_.end_ns = end_ns;
+    segment_.end_bytes = now_;
+    if (Kept(segment_.step)) {
+      out_.segments.push_back(segment_);
+      if (segment_.step >= 1) out_.steps.back().end_bytes = now_;
     }
   }
 
-  const Capture& capture_;
+  void Allocated(const Lifetime& block) {
+    const int c = Index(block.category);
+    now_[c] += block.bytes;
+    total_ += block.bytes;
+    ++out_.allocations;
+    Stat& stat = out_.stats[c];
+    stat.allocated += block.bytes;
+    stat.peak = std::max(stat.peak, now_[c]);
+    Raise(out_.run_peak, total_, now_, block.alloc_seq, mark_);
+    Raise(segment_.peak, total_, now_, block.alloc_seq, mark_);
+    if (mark_.step >= 1) {
+      if (Kept(mark_.step)) {
+        StepFigures& step = out_.steps.back();
+        Raise(step.peak, total_, now_, block.alloc_seq, mark_);
+        step.max_bytes[c] = std::max(step.max_bytes[c], now_[c]);
+      }
+      if (mark_.step >= out_.steady_first_step) {
+        Raise(out_.steady_peak, total_, now_, block.alloc_seq, mark_);
+        out_.steady_max[c] = std::max(out_.steady_max[c], now_[c]);
+      }
+    }
+    if (mark_.step == out_.series_step && mark_.step >= 1) {
+      series_.push_back(SeriesPoint{block.alloc_seq, now_});
+    }
+    for (CaptureSink* sink : sinks_) sink->OnAlloc(block);
+  }
+
+  void Freed(const Lifetime& block) {
+    const int c = Index(block.category);
+    now_[c] -= block.bytes;
+    total_ -= block.bytes;
+    out_.stats[c].freed += block.bytes;
+    if (mark_.step == out_.series_step && mark_.step >= 1) {
+      series_.push_back(SeriesPoint{block.free_seq, now_});
+    }
+    for (CaptureSink* sink : sinks_) sink->OnFree(block);
+  }
+
+  const Outline& outline_;
+  const KeepSteps keep_;
+  const std::vector<CaptureSink*>& sinks_;
   Analysis& out_;
+  std::unordered_map<uint64_t, Lifetime> live_;
+  PhaseMark mark_;
+  int32_t step_ = 0;  // the step whose StepFigures is open
+  Segment segment_;
   Breakdown now_{};
   int64_t total_ = 0;
-  size_t mark_index_ = 0;  // the mark in force
+  std::vector<SeriesPoint> series_;
 };
-
-// The series: the live bytes after each event of the steady-state peak's
-// step (out.steady_peak.seq >= 0), thinned.
-void AddSeries(const std::vector<Event>& events, int64_t begin, Analysis& out) {
-  out.series_step = out.steady_peak.step;
-  const Segment* first = nullptr;
-  int64_t end_seq = 0;
-  for (const Segment& segment : out.segments) {
-    if (segment.step != out.series_step) continue;
-    if (first == nullptr) first = &segment;
-    end_seq = segment.end_seq;
-  }
-  Breakdown live = first->begin_bytes;
-  // Right after the event before the step opened: the opening value.
-  std::vector<SeriesPoint> points = {SeriesPoint{first->begin_seq - 1, live}};
-  for (int64_t seq = first->begin_seq; seq < end_seq; ++seq) {
-    const Event& event = events[seq - begin];
-    if (event.delta == 0) continue;
-    live[Index(event.category)] += event.delta;
-    points.push_back(SeriesPoint{seq, live});
-  }
-  out.series = Thin(std::move(points));
-}
 
 // Each category's current bytes, and the totals over categories.
 void AddTotals(Analysis& out) {
@@ -212,25 +466,58 @@ void AddTotals(Analysis& out) {
 
 }  // namespace
 
-Analysis Analyze(const Capture& capture, int32_t steady_from) {
+Analysis Analyze(const Capture& capture, const AnalysisOptions& options,
+                 const std::vector<CaptureSink*>& sinks) {
+  const std::unique_ptr<CaptureReader> reader = Open(capture);
+  const std::string name =
+      capture.file->path().empty() ? "the capture file" : capture.file->path();
+  CategoryColumn column(reader->header().begin_seq);
+  const Outline outline = FirstPass(*reader, name, column);
+
   Analysis out;
-  TORCH_INTERNAL_ASSERT(!capture.marks.empty(), "capture without marks");
-  const std::vector<Event> events = EventsOf(capture, out);
-  AddSteps(capture, steady_from, out);
-  Replay(capture, out).Run(events);
-  if (out.steady_peak.seq >= 0) AddSeries(events, capture.begin_seq, out);
+  out.step_peaks = outline.step_peaks;
+  out.last_step = outline.last_step;
+  out.last_mark = outline.last_mark;
+  out.end_seq = outline.end_seq;
+  out.end_ns = outline.end_ns;
+  out.killed = !outline.ended;
+  out.torn_record = outline.torn;
+  out.records = outline.records;
+  out.out_of_memory = outline.out_of_memory;
+  const int32_t steady_from = 1 + std::max(options.one_time_through_step,
+                                           outline.last_bucket_free_step);
+  out.steady_first_step =
+      std::max(1, std::min(steady_from, outline.last_step));
+  // The steady-state peak's step, from the category-free totals (the first
+  // highest, as Raise keeps it).
+  int64_t best = -1;
+  for (int32_t s = out.steady_first_step; s <= outline.last_step; ++s) {
+    const StepPeak& peak = outline.step_peaks[s - 1];
+    if (peak.seq >= 0 && peak.total_bytes > best) {
+      best = peak.total_bytes;
+      out.series_step = s;
+    }
+  }
+  SecondPass pass(outline, options, sinks, out);
+  pass.Run(*reader, name, column);
+  if (out.steady_peak.seq < 0) out.series.clear();
   AddTotals(out);
   return out;
 }
 
-Breakdown LiveAt(const Capture& capture, int64_t seq) {
-  Breakdown live{};
-  for (const Lifetime& life : capture.lifetimes) {
-    if (life.alloc_seq < seq && life.free_seq >= seq) {
-      live[Index(life.category)] += life.bytes;
-    }
+Capture CaptureFromFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    throw InputError(path + ": cannot read: " + std::strerror(errno) +
+                     "; give the capture-<r>.bin a run left in its --out");
   }
-  return live;
+  Capture capture;
+  capture.file = std::make_shared<const CaptureFile>(fd, path);
+  const CaptureReader reader(fd, path);  // checks the header
+  capture.begin_seq = reader.header().begin_seq;
+  capture.begin_unix_us = reader.header().begin_unix_us;
+  capture.end_seq = capture.begin_seq;
+  return capture;
 }
 
 }  // namespace memprof

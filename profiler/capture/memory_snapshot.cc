@@ -6,27 +6,29 @@
 #include <vector>
 
 #include "profiler/base/category.h"
+#include "profiler/base/schema_version.h"
 
 namespace memprof {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json Event(const char* action, const Lifetime& life, int64_t seq) {
-  return Json{{"action", action},
-              {"addr", life.address},
-              {"size", life.bytes},
-              {"stream", 0},
-              {"frames", Json::array()},
-              {"seq", seq},
-              {"category", CategoryName(life.category)}};
+// The blocks live at the end, by seq.
+std::vector<const Lifetime*> BySeq(
+    const std::unordered_map<uint64_t, Lifetime>& live) {
+  std::vector<const Lifetime*> blocks;
+  for (const auto& [address, block] : live) blocks.push_back(&block);
+  std::sort(blocks.begin(), blocks.end(),
+            [](const Lifetime* a, const Lifetime* b) {
+              return a->alloc_seq < b->alloc_seq;
+            });
+  return blocks;
 }
 
-Json CpuSegments(const std::vector<const Lifetime*>& by_alloc) {
-  Json segments = Json::array();
-  for (const Lifetime* life : by_alloc) {
-    if (life->free_seq != kLive) continue;
-    segments.push_back(Json{
+void CpuSegments(DocumentWriter& out,
+                 const std::vector<const Lifetime*>& live) {
+  for (const Lifetime* life : live) {
+    out.Value(Json{
         {"device", 0},
         {"address", life->address},
         {"total_size", life->bytes},
@@ -42,16 +44,10 @@ Json CpuSegments(const std::vector<const Lifetime*>& by_alloc) {
                            {"seq", life->alloc_seq},
                            {"category", CategoryName(life->category)}}})}});
   }
-  return segments;
 }
 
-Json GpuSegments(const std::vector<CudaSegmentView>& views,
-                 const std::vector<const Lifetime*>& by_alloc) {
-  std::map<uint64_t, const Lifetime*> live;
-  for (const Lifetime* life : by_alloc) {
-    if (life->free_seq == kLive) live[life->address] = life;
-  }
-  Json segments = Json::array();
+void GpuSegments(DocumentWriter& out, const std::vector<CudaSegmentView>& views,
+                 const std::unordered_map<uint64_t, Lifetime>& live) {
   for (const CudaSegmentView& segment : views) {
     int64_t allocated = 0, active = 0, requested = 0;
     Json blocks = Json::array();
@@ -72,82 +68,102 @@ Json GpuSegments(const std::vector<CudaSegmentView>& views,
         // no category.
         entry["category"] =
             it == live.end() ? "unknown"
-                             : std::string(CategoryName(it->second->category));
+                             : std::string(CategoryName(it->second.category));
       }
       blocks.push_back(std::move(entry));
     }
-    segments.push_back(Json{{"device", 0},
-                            {"address", segment.address},
-                            {"total_size", segment.bytes},
-                            {"allocated_size", allocated},
-                            {"active_size", active},
-                            {"requested_size", requested},
-                            {"stream", 0},
-                            {"segment_type", segment.small ? "small" : "large"},
-                            {"blocks", std::move(blocks)}});
+    out.Value(Json{{"device", 0},
+                   {"address", segment.address},
+                   {"total_size", segment.bytes},
+                   {"allocated_size", allocated},
+                   {"active_size", active},
+                   {"requested_size", requested},
+                   {"stream", 0},
+                   {"segment_type", segment.small ? "small" : "large"},
+                   {"blocks", std::move(blocks)}});
   }
-  return segments;
 }
 
 }  // namespace
 
-Json MemorySnapshotJson(const Capture& capture, int rank,
-                        const std::vector<CudaSegmentView>* cuda_segments) {
-  std::vector<const Lifetime*> by_alloc;
-  std::vector<const Lifetime*> by_free;
-  for (const Lifetime& life : capture.lifetimes) {
-    by_alloc.push_back(&life);
-    if (life.free_seq != kLive) by_free.push_back(&life);
-  }
-  std::sort(by_alloc.begin(), by_alloc.end(),
-            [](const Lifetime* a, const Lifetime* b) {
-              return a->alloc_seq < b->alloc_seq;
-            });
-  std::sort(by_free.begin(), by_free.end(),
-            [](const Lifetime* a, const Lifetime* b) {
-              return a->free_seq < b->free_seq;
-            });
+SnapshotWriter::SnapshotWriter(
+    const std::string& path, DocumentFormat format, int rank,
+    int64_t begin_seq, const std::vector<CudaSegmentView>* cuda_segments)
+    : out_(path, format),
+      rank_(rank),
+      begin_seq_(begin_seq),
+      cuda_segments_(cuda_segments) {
+  out_.BeginObject();
+  out_.Key("device_traces");
+  out_.BeginArray();
+  out_.BeginArray();
+  out_.Value(Json{{"action", "snapshot"},
+                  {"addr", 0},
+                  {"size", 0},
+                  {"stream", 0},
+                  {"frames", Json::array()},
+                  {"seq", begin_seq},
+                  {"category", "unknown"}});
+}
 
-  Json trace = Json::array();
-  trace.push_back(Json{{"action", "snapshot"},
-                       {"addr", 0},
-                       {"size", 0},
-                       {"stream", 0},
-                       {"frames", Json::array()},
-                       {"seq", capture.begin_seq},
-                       {"category", "unknown"}});
-  // Merge the two seq-ordered lists; seqs are unique across both.
-  size_t a = 0, f = 0;
-  while (a < by_alloc.size() || f < by_free.size()) {
-    const bool take_alloc =
-        f == by_free.size() ||
-        (a < by_alloc.size() && by_alloc[a]->alloc_seq < by_free[f]->free_seq);
-    if (take_alloc) {
-      const Lifetime& life = *by_alloc[a++];
-      if (!cuda_segments) {
-        trace.push_back(Event("segment_alloc", life, life.alloc_seq));
-      }
-      trace.push_back(Event("alloc", life, life.alloc_seq));
-    } else {
-      const Lifetime& life = *by_free[f++];
-      trace.push_back(Event("free_requested", life, life.free_seq));
-      trace.push_back(Event("free_completed", life, life.free_seq));
-      if (!cuda_segments) {
-        trace.push_back(Event("segment_free", life, life.free_seq));
-      }
-    }
-  }
+void SnapshotWriter::Event(const char* action, const Lifetime& block,
+                           int64_t seq) {
+  out_.Value(Json{{"action", action},
+                  {"addr", block.address},
+                  {"size", block.bytes},
+                  {"stream", 0},
+                  {"frames", Json::array()},
+                  {"seq", seq},
+                  {"category", CategoryName(block.category)}});
+}
 
-  const Json segments = cuda_segments ? GpuSegments(*cuda_segments, by_alloc)
-                                      : CpuSegments(by_alloc);
-  return Json{{"segments", segments},
-              {"device_traces", Json::array({trace})},
-              {"memprof",
-               {{"schema", kSnapshotSchema},
-                {"rank", rank},
-                {"device", cuda_segments ? "cuda" : "cpu"},
-                {"begin_seq", capture.begin_seq},
-                {"end_seq", capture.end_seq}}}};
+void SnapshotWriter::OnMark(const PhaseMark& mark, bool kept) {
+  kept_ = kept;
+  if (kept && mark.step >= 1 &&
+      (kept_steps_.empty() || kept_steps_.back() != mark.step)) {
+    kept_steps_.push_back(mark.step);
+  }
+}
+
+void SnapshotWriter::OnAlloc(const Lifetime& block) {
+  live_[block.address] = block;
+  if (!kept_) return;
+  if (cuda_segments_ == nullptr) {
+    Event("segment_alloc", block, block.alloc_seq);
+  }
+  Event("alloc", block, block.alloc_seq);
+}
+
+void SnapshotWriter::OnFree(const Lifetime& block) {
+  live_.erase(block.address);
+  if (!kept_) return;
+  Event("free_requested", block, block.free_seq);
+  Event("free_completed", block, block.free_seq);
+  if (cuda_segments_ == nullptr) {
+    Event("segment_free", block, block.free_seq);
+  }
+}
+
+void SnapshotWriter::Finish(int64_t end_seq) {
+  out_.EndArray();
+  out_.EndArray();
+  out_.Key("segments");
+  out_.BeginArray();
+  if (cuda_segments_ != nullptr) {
+    GpuSegments(out_, *cuda_segments_, live_);
+  } else {
+    CpuSegments(out_, BySeq(live_));
+  }
+  out_.EndArray();
+  out_.Key("memprof");
+  out_.Value(Json{{"schema", kSnapshotSchema},
+                  {"rank", rank_},
+                  {"device", cuda_segments_ ? "cuda" : "cpu"},
+                  {"begin_seq", begin_seq_},
+                  {"end_seq", end_seq},
+                  {"kept_steps", kept_steps_}});
+  out_.EndObject();
+  out_.Commit();
 }
 
 }  // namespace memprof

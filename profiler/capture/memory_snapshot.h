@@ -25,23 +25,52 @@
 // block carrying its memprof category. `device_traces[0]` has the
 // session's blocks as on CPU but without segment events: memprof keeps the
 // segments' state, not their history.
+//
+// Note [Snapshot window]
+// The snapshot is written while the analysis reads the capture (a sink of
+// its second pass), straight to its file: `device_traces[0]` holds the
+// events of the kept steps only (Note [Kept steps]), in seq order, as
+// PyTorch's own history keeps its last max_entries; `segments` are the
+// blocks live at the end whatever step allocated them. A free in the
+// trace whose alloc is not (its block was allocated in a step not kept) is
+// what the viewers already meet in a history cut by max_entries.
+// `memprof.kept_steps` names the steps kept.
 #pragma once
 
+#include <string>
+#include <unordered_map>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "profiler/base/cuda_allocator_model.h"
-#include "profiler/capture/memory_tracker.h"
-
-#include "profiler/base/schema_version.h"
+#include "profiler/base/document_writer.h"
+#include "profiler/capture/lifetime_analysis.h"
 
 namespace memprof {
 
-// The capture's lifetimes must carry final categories (EndSession's do).
+// Writes snapshot-<r>.json (or .pickle) at `path` as the analysis hands it
+// the blocks; Finish writes the segments and commits the file.
 // `cuda_segments`: a GPU run's (Note [Snapshot of a GPU run]); null on CPU.
-nlohmann::ordered_json MemorySnapshotJson(
-    const Capture& capture, int rank,
-    const std::vector<CudaSegmentView>* cuda_segments = nullptr);
+class SnapshotWriter : public CaptureSink {
+ public:
+  SnapshotWriter(const std::string& path, DocumentFormat format, int rank,
+                 int64_t begin_seq,
+                 const std::vector<CudaSegmentView>* cuda_segments);
+  void OnMark(const PhaseMark& mark, bool kept) override;
+  void OnAlloc(const Lifetime& block) override;
+  void OnFree(const Lifetime& block) override;
+  // After the analysis: the segments, the memprof block, the rename.
+  void Finish(int64_t end_seq);
+
+ private:
+  void Event(const char* action, const Lifetime& block, int64_t seq);
+
+  DocumentWriter out_;
+  int rank_;
+  int64_t begin_seq_;
+  const std::vector<CudaSegmentView>* cuda_segments_;
+  bool kept_ = true;
+  std::vector<int32_t> kept_steps_;
+  std::unordered_map<uint64_t, Lifetime> live_;  // by address
+};
 
 }  // namespace memprof

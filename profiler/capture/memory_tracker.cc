@@ -16,7 +16,7 @@ namespace {
 constexpr size_t kInitialSlots = 1 << 12;
 constexpr uint64_t kBytesMask = (uint64_t{1} << 48) - 1;
 // Internal flag: the category came from ownership (Resolve), not a rule.
-constexpr uint8_t kFlagOwned = 0x80;
+constexpr uint8_t kFlagOwned = kTagOwned;
 
 uint64_t Tag(int64_t bytes, Category category, uint8_t flags) {
   return static_cast<uint64_t>(bytes) |
@@ -30,22 +30,6 @@ Category CategoryOfTag(uint64_t tagged) {
   return static_cast<Category>((tagged >> 48) & 0xff);
 }
 uint8_t FlagsOf(uint64_t tagged) { return static_cast<uint8_t>(tagged >> 56); }
-
-Lifetime ToLifetime(int64_t alloc_seq, int64_t free_seq, uint64_t tagged,
-                    const void* ptr) {
-  Lifetime life;
-  life.address = reinterpret_cast<uintptr_t>(ptr);
-  life.alloc_seq = alloc_seq;
-  life.free_seq = free_seq;
-  life.bytes = BytesOf(tagged);
-  life.category = CategoryOfTag(tagged);
-  // Freed while pending: a temporary (Note [Block lifetimes]).
-  if (free_seq != kLive && life.category == Category::kPending) {
-    life.category = Category::kTemporaries;
-  }
-  life.flags = static_cast<uint8_t>(FlagsOf(tagged) & ~kFlagOwned);
-  return life;
-}
 
 int64_t NanosecondsSince(std::chrono::steady_clock::time_point begin) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -63,36 +47,6 @@ void MemoryTracker::SpinLock::LockContended() {
       } else {
         std::this_thread::yield();  // the holder may have been preempted
       }
-    }
-  }
-}
-
-void MemoryTracker::Log::NextChunk() {
-  current_ = started_ ? current_ + 1 : 0;
-  started_ = true;
-  if (current_ == chunks_.size()) {
-    void* chunk =
-        ::mmap(nullptr, kChunkEntries * sizeof(LogEntry),
-               PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (chunk == MAP_FAILED) throw std::bad_alloc();
-    chunks_.push_back(static_cast<LogEntry*>(chunk));
-  }
-  cursor_ = chunks_[current_];
-  end_ = cursor_ + kChunkEntries;
-}
-
-void MemoryTracker::Log::Clear() {
-  current_ = 0;
-  cursor_ = end_ = nullptr;
-  started_ = false;
-}
-
-void MemoryTracker::Log::AppendTo(std::vector<Lifetime>& out) const {
-  if (!started_) return;
-  for (size_t c = 0; c <= current_; ++c) {
-    const LogEntry* last = c < current_ ? chunks_[c] + kChunkEntries : cursor_;
-    for (const LogEntry* e = chunks_[c]; e != last; ++e) {
-      out.push_back(ToLifetime(e->alloc_seq, e->free_seq, e->tagged, e->ptr));
     }
   }
 }
@@ -158,7 +112,12 @@ bool MemoryTracker::RecordAllocSlow(void* ptr, int64_t bytes, bool locked) {
     return false;
   }
   if (2 * (used_ + 1) > mask_ + 1) Grow();  // load factor at most 1/2
-  Insert(Slot{ptr, seq_++, Tag(bytes, Category::kPending, 0)});
+  const uint64_t tagged = Tag(bytes, Category::kPending, 0);
+  if (seq_ >= log_from_seq_) {
+    capture_.Append(RecordKind::kAlloc, seq_, reinterpret_cast<uintptr_t>(ptr),
+                    tagged);
+  }
+  Insert(Slot{ptr, seq_++, tagged});
   session_current_ += bytes;
   return true;
 }
@@ -171,7 +130,8 @@ void MemoryTracker::RecordFreeSlow(void* ptr, bool locked) {
   TORCH_INTERNAL_ASSERT(index <= mask_, "free of an unknown block ", ptr);
   const Slot& slot = slots_[index];
   if (slot.seq >= log_from_seq_) {
-    log_.Append(LogEntry{slot.seq, seq, slot.tagged, ptr});
+    capture_.Append(RecordKind::kFree, seq, reinterpret_cast<uintptr_t>(ptr),
+                    slot.tagged);
     session_current_ -= BytesOf(slot.tagged);
   }
   EraseShifting(index);
@@ -195,8 +155,12 @@ void MemoryTracker::RecordRefusal(int64_t bytes, int64_t limit_bytes,
 void MemoryTracker::RefuseLocked(int64_t bytes, int64_t limit_bytes,
                                  bool by_system) {
   const int64_t seq = seq_++;
+  capture_.Append(RecordKind::kRefusal, seq,
+                  static_cast<uint64_t>(bytes) |
+                      static_cast<uint64_t>(by_system) << 63,
+                  static_cast<uint64_t>(limit_bytes));
   if (out_of_memory_.seq >= 0) return;  // the first refusal is the failure
-  const PhaseMark& now = marks_.back();
+  const PhaseMark& now = mark_;
   out_of_memory_ =
       OutOfMemory{seq,       bytes,    session_current_, limit_bytes,
                   now.phase, now.step, by_system};
@@ -205,20 +169,22 @@ void MemoryTracker::RefuseLocked(int64_t bytes, int64_t limit_bytes,
   }
 }
 
-void MemoryTracker::BeginSession() {
+void MemoryTracker::BeginSession(const std::string& capture_path,
+                                 const std::string& meta_json) {
   const int64_t unix_us =
       std::chrono::duration_cast<std::chrono::microseconds>(
           std::chrono::system_clock::now().time_since_epoch())
           .count();
   begin_time_ = std::chrono::steady_clock::now();
   std::lock_guard<SpinLock> guard(lock_);
-  log_.Clear();
+  capture_.Open(capture_path, seq_, unix_us, meta_json);
+  capture_path_ = capture_path;
   begin_seq_ = seq_;
   log_from_seq_ = seq_;
   logging_ = true;
   ArmLimitLocked();
-  marks_.clear();
-  marks_.push_back(PhaseMark{seq_, Phase::kIdle, 0, 0});
+  mark_ = PhaseMark{seq_, Phase::kIdle, 0, 0};
+  AppendMarkLocked();
   begin_unix_us_ = unix_us;
   session_current_ = 0;
   out_of_memory_ = OutOfMemory{};
@@ -238,7 +204,8 @@ OutOfMemory MemoryTracker::out_of_memory() const {
 int64_t MemoryTracker::SetPhase(Phase phase, int32_t step) {
   const int64_t time_ns = NanosecondsSince(begin_time_);
   std::lock_guard<SpinLock> guard(lock_);
-  marks_.push_back(PhaseMark{seq_, phase, step, time_ns});
+  mark_ = PhaseMark{seq_, phase, step, time_ns};
+  if (logging_) AppendMarkLocked();
   return seq_;
 }
 
@@ -258,6 +225,10 @@ ResolveResult MemoryTracker::Resolve(const void* ptr, Category category,
                                                   : ResolveResult::kConflict;
   }
   Retag(slot, category, static_cast<uint8_t>(kFlagOwned | flags));
+  if (slot.seq >= log_from_seq_) {
+    capture_.Append(RecordKind::kResolve, seq_,
+                    reinterpret_cast<uintptr_t>(ptr), slot.tagged);
+  }
   return ResolveResult::kResolved;
 }
 
@@ -269,6 +240,10 @@ int64_t MemoryTracker::ResolvePendingSince(int64_t seq, Category category) {
 int64_t MemoryTracker::ResolvePendingSinceLocked(int64_t seq,
                                                  Category category) {
   const int64_t from = std::max(seq, begin_seq_);
+  if (logging_) {
+    capture_.Append(RecordKind::kPending, seq_, static_cast<uint64_t>(from),
+                    static_cast<uint64_t>(category));
+  }
   int64_t bytes = 0;
   for (Slot& slot : table_) {
     if (slot.ptr != nullptr && slot.seq >= from &&
@@ -295,22 +270,32 @@ Capture MemoryTracker::EndSession() {
   capture.begin_unix_us = begin_unix_us_;
   capture.end_ns = NanosecondsSince(begin_time_);
   capture.out_of_memory = out_of_memory_;
+  if (logging_) {
+    capture_.Append(RecordKind::kEnd, seq_, 0,
+                    static_cast<uint64_t>(capture.end_ns));
+  }
   logging_ = false;
   log_from_seq_ = kLive;
   ArmLimitLocked();
-  log_.AppendTo(capture.lifetimes);
-  log_.Clear();
   for (Slot& slot : table_) {
-    if (slot.ptr == nullptr || slot.seq < begin_seq_) continue;
-    if (CategoryOfTag(slot.tagged) == Category::kPending) {
+    if (slot.ptr != nullptr && slot.seq >= begin_seq_ &&
+        CategoryOfTag(slot.tagged) == Category::kPending) {
       Retag(slot, Category::kUnattributed);
     }
-    capture.lifetimes.push_back(
-        ToLifetime(slot.seq, kLive, slot.tagged, slot.ptr));
   }
-  capture.marks.swap(marks_);
-  marks_.clear();
+  const int fd = capture_.Finish();
+  if (fd >= 0) {
+    capture.file = std::make_shared<const CaptureFile>(fd, capture_path_);
+  }
   return capture;
+}
+
+void MemoryTracker::AppendMarkLocked() {
+  capture_.Append(RecordKind::kMark, mark_.seq,
+                  static_cast<uint64_t>(mark_.phase) |
+                      static_cast<uint64_t>(static_cast<uint32_t>(mark_.step))
+                          << 8,
+                  static_cast<uint64_t>(mark_.time_ns));
 }
 
 int64_t MemoryTracker::LiveBytes() const {

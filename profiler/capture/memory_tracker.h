@@ -11,10 +11,12 @@
 // backward starts are activations), at its free (still pending:
 // temporaries) or at the end of the session (still pending: unattributed).
 // Ownership beats phase: Resolve may overwrite a phase-rule category, never
-// another owner's. When a block is freed its Lifetime {alloc_seq, free_seq,
-// bytes, final category} goes to the session log; the timeline, the peaks
-// and the breakdowns are computed from those lifetimes afterwards
-// (lifetime_analysis.h), so a late resolution never corrupts a figure.
+// another owner's. Every event goes to the session's capture file as it
+// happens (Note [Capture file]): the alloc, the free with the block's
+// category then, each resolution, each phase mark; the timeline, the peaks
+// and the breakdowns are computed from that file afterwards
+// (lifetime_analysis.h), with each block's final category, so a late
+// resolution never corrupts a figure.
 //
 // Note [Hook cost]
 // RecordAlloc/RecordFree are the hot path, inline in this header so the
@@ -22,16 +24,17 @@
 // one spinlock (an atomic exchange to take it, a plain store to release
 // it), one probe of a flat open-addressing table of 24-byte slots (home
 // slot found in the common case; a free whose next slot is empty erases
-// without shifting), and at a free one 32-byte append to a log made of
-// fixed chunks mapped straight from the OS (so the log neither copies on
-// growth nor disturbs the malloc heap the profiled program allocates
-// from). Nothing else: no branch on categories (a block freed while
-// pending is read as a temporary when the log is read), no totals, no
+// without shifting), and at the alloc and at the free one 32-byte record
+// written into the capture file's mapped window (so the log neither
+// copies on growth nor disturbs the malloc heap the profiled program
+// allocates from, and outlives a killed process). Nothing else: no branch
+// on categories (a block freed while pending is read as a temporary when
+// the file is read), no totals, no
 // counts, no peaks (all of them follow from the lifetimes), one
 // comparison for the memory limit (refuse_above_ is the limit during a
 // session and the largest int64 otherwise) and one for "is this block the
 // session's" (log_from_seq_ is the session's first seq, kLive outside
-// one). `seq` and the log are plain fields under the lock: a pair costs
+// one). `seq` and the file's cursor are plain fields under the lock: a pair costs
 // two atomic operations in all, where a sharded table would need an
 // atomic `seq` on top. Phase and step are not stored per block (they
 // follow from seq and the marks), nor is a backend handle (the CPU hook
@@ -40,9 +43,9 @@
 // bench/hot_path_bound.txt); the designs tried and their costs are in the
 // README ("Hook overhead").
 //
-// Locking: `lock_` guards every field declared after it. `marks_` belongs
-// to the thread that drives the training loop (BeginSession, SetPhase,
-// EndSession); Capture is built under the lock.
+// Locking: `lock_` guards every field declared after it. `begin_time_`
+// belongs to the thread that drives the training loop (BeginSession,
+// SetPhase, EndSession); Capture is built under the lock.
 #pragma once
 
 #include <array>
@@ -50,10 +53,13 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <string>
 #include <mutex>
 #include <vector>
 
 #include "profiler/base/category.h"
+#include "profiler/capture/capture_file.h"
 
 namespace memprof {
 
@@ -108,10 +114,10 @@ struct OutOfMemory {
   bool by_system = false;
 };
 
-// Everything a session recorded; input of Analyze().
+// A session's capture: its file (Note [Capture file]) and what the
+// tracker knew when it ended; input of Analyze().
 struct Capture {
-  std::vector<Lifetime> lifetimes;  // unordered
-  std::vector<PhaseMark> marks;     // by seq; marks[0] is the session start
+  std::shared_ptr<const CaptureFile> file;
   int64_t begin_seq = 0;
   int64_t end_seq = 0;        // one past the last event
   int64_t begin_unix_us = 0;  // wall clock when the session began
@@ -139,9 +145,12 @@ class MemoryTracker {
   void RecordRefusal(int64_t bytes, int64_t limit_bytes,
                      bool by_system = false);
 
-  // Starts recording lifetimes; blocks allocated before are left out of the
-  // session's figures. Discards what an earlier session left.
-  void BeginSession();
+  // Starts recording the session's events to the capture file at
+  // `capture_path` ("": an unnamed temporary file), its header carrying
+  // `meta_json`; blocks allocated before are left out of the session's
+  // figures. Throws std::runtime_error when the file cannot be written.
+  void BeginSession(const std::string& capture_path = "",
+                    const std::string& meta_json = "{}");
   // Returns the seq at which the phase begins.
   int64_t SetPhase(Phase phase, int32_t step);
   // The seq the next event takes.
@@ -160,8 +169,8 @@ class MemoryTracker {
   // Category of the live block at `ptr`; kUnattributed when not recorded.
   Category CategoryOf(const void* ptr) const;
 
-  // Ends the session: live pending blocks become unattributed; returns the
-  // session's lifetimes (live blocks with free_seq = kLive) and marks.
+  // Ends the session: live pending blocks become unattributed, the file
+  // gets its end record and is handed over in the Capture.
   Capture EndSession();
 
   // Bytes of the blocks live now, in a session or not (a walk of the
@@ -176,33 +185,6 @@ class MemoryTracker {
     int64_t seq = 0;
     Tagged tagged = 0;
   };
-  struct LogEntry {
-    int64_t alloc_seq;
-    int64_t free_seq;
-    Tagged tagged;
-    const void* ptr;
-  };
-  // Append-only chunks of LogEntry, mapped from the OS, reused by sessions.
-  class Log {
-   public:
-    bool full() const { return cursor_ == end_; }
-    void Append(const LogEntry& entry) {
-      if (full()) NextChunk();
-      *cursor_++ = entry;
-    }
-    void Clear();
-    void AppendTo(std::vector<Lifetime>& out) const;
-
-   private:
-    static constexpr size_t kChunkEntries = size_t{1} << 16;
-    void NextChunk();
-    std::vector<LogEntry*> chunks_;
-    size_t current_ = 0;          // chunks_[current_] holds cursor_
-    LogEntry* cursor_ = nullptr;  // next entry; == end_: none mapped yet
-    LogEntry* end_ = nullptr;
-    bool started_ = false;
-  };
-
   class SpinLock {
    public:
     void lock() {
@@ -245,8 +227,8 @@ class MemoryTracker {
   int64_t ResolvePendingSinceLocked(int64_t seq, Category category);
   void RefuseLocked(int64_t bytes, int64_t limit_bytes, bool by_system);
   void ArmLimitLocked();  // refuse_above_ from limit_bytes_ and logging_
+  void AppendMarkLocked();  // mark_ to the capture file
 
-  std::vector<PhaseMark> marks_;                      // loop thread only
   std::chrono::steady_clock::time_point begin_time_;  // loop thread only
 
   // The fields the hot path touches share two cache lines.
@@ -258,29 +240,38 @@ class MemoryTracker {
   Slot* slots_ = nullptr;            // table_.data()
   size_t mask_ = 0;                  // table_.size() - 1, a power of two
   size_t used_ = 0;
-  Log log_;  // freed blocks of the session
+  CaptureWriter capture_;  // the session's events (Note [Capture file])
   // Cold: touched by sessions, limits and queries only.
   bool logging_ = false;
   int64_t begin_seq_ = 0;
   int64_t begin_unix_us_ = 0;
   int64_t limit_bytes_ = 0;  // 0: none (Note [Memory limit])
   OutOfMemory out_of_memory_;
+  PhaseMark mark_;  // the mark in force
+  std::string capture_path_;
   std::vector<Slot> table_;  // linear probing
 };
 
 // The fast paths below leave every uncommon case (a contended lock, the
-// limit, a grown or taken home slot, a full log chunk, a free that must
+// limit, a grown or taken home slot, a full capture window, a free that must
 // shift its neighbours back) to one out-of-line call that does the whole
 // event, so the common case keeps its values in registers and saves none.
 [[gnu::always_inline]] inline bool MemoryTracker::RecordAlloc(void* ptr,
                                                               int64_t bytes) {
   if (!lock_.try_lock()) return RecordAllocSlow(ptr, bytes, false);
   Slot& slot = slots_[Home(ptr, mask_)];
+  const bool logged = seq_ >= log_from_seq_;
   if (slot.ptr != nullptr || 2 * used_ >= mask_ ||
-      session_current_ + bytes > refuse_above_) {
+      session_current_ + bytes > refuse_above_ ||
+      (logged && capture_.full())) {
     return RecordAllocSlow(ptr, bytes, true);
   }
-  slot = Slot{ptr, seq_++, static_cast<Tagged>(bytes) | kPendingTag};
+  const Tagged tagged = static_cast<Tagged>(bytes) | kPendingTag;
+  if (logged) {
+    capture_.Append(RecordKind::kAlloc, seq_, reinterpret_cast<uintptr_t>(ptr),
+                    tagged);
+  }
+  slot = Slot{ptr, seq_++, tagged};
   ++used_;
   session_current_ += bytes;
   lock_.unlock();
@@ -293,11 +284,12 @@ class MemoryTracker {
   Slot& slot = slots_[i];
   const bool logged = slot.seq >= log_from_seq_;
   if (slot.ptr != ptr || slots_[(i + 1) & mask_].ptr != nullptr ||
-      (logged && log_.full())) {
+      (logged && capture_.full())) {
     return RecordFreeSlow(ptr, true);
   }
   if (logged) {
-    log_.Append(LogEntry{slot.seq, seq_, slot.tagged, ptr});
+    capture_.Append(RecordKind::kFree, seq_, reinterpret_cast<uintptr_t>(ptr),
+                    slot.tagged);
     session_current_ -= static_cast<int64_t>(slot.tagged & kBytesMask);
   }
   ++seq_;

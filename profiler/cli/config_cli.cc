@@ -320,7 +320,10 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
       "the rank reports where its memory was (exit 3)")(
       "snapshot-format", po::value(&args.snapshot_format),
       "json (default: snapshot-<r>.json) or pickle (snapshot-<r>.pickle, "
-      "for memory viewers that read pickle only)");
+      "for memory viewers that read pickle only)")(
+      "keep-steps", po::value<std::string>()->default_value("2"),
+      "the last N steps (and steps 1 and the steady-state peak's) keep "
+      "their detail in the timeline, trace and snapshot; all: every step");
   flags.add(GateFlags(args.check, gate));
   po::variables_map cli;
   if (!ParseRunConfigWords(
@@ -349,6 +352,22 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
   if (args.snapshot_format != "json" && args.snapshot_format != "pickle") {
     throw InputError("--snapshot-format " + args.snapshot_format +
                      ": unknown; known: json, pickle");
+  }
+  if (const std::string keep = cli["keep-steps"].as<std::string>();
+      keep == "all") {
+    args.keep.all = true;
+  } else {
+    size_t used = 0;
+    int value = -1;
+    try {
+      value = std::stoi(keep, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != keep.size() || value < 0) {
+      throw InputError("--keep-steps " + keep +
+                       ": expected a number of steps (0 or more) or all");
+    }
+    args.keep.last = value;
   }
   if (cli.count("memory-limit")) {
     if (args.no_hook) {

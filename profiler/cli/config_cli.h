@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "profiler/base/keep_steps.h"
 #include "profiler/base/run_config.h"
 #include "profiler/gate/gate_run.h"
 #include "profiler/gate/tolerance.h"
@@ -25,6 +26,9 @@ struct ProfileArgs {
   // --snapshot-format: json (snapshot-<r>.json) or pickle (.pickle, for
   // viewers that read pickle only; Note [Pickle writer]).
   std::string snapshot_format = "json";
+  // --keep-steps N | all: the steps whose detail the timeline, the trace
+  // and the snapshot keep besides step 1 (Note [Kept steps]).
+  KeepSteps keep;
   bool help = false;
   std::string help_text;
 };

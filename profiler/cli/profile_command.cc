@@ -19,9 +19,8 @@
 #include "profiler/base/atomic_file.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
-#include "profiler/base/pickle_writer.h"
 #include "profiler/base/rank_env.h"
-#include "profiler/capture/memory_snapshot.h"
+#include "profiler/capture/capture_file.h"
 #include "profiler/cli/launcher.h"
 #include "profiler/gate/gate_run.h"
 #include "profiler/gate/regression_check.h"
@@ -115,25 +114,18 @@ std::vector<RankReport> RunThisRank(const RunConfig& config,
                                     ProcessGroup& group,
                                     const GroupBackend& backend, bool no_hook,
                                     int64_t memory_limit_bytes,
-                                    const std::string& snapshot_format) {
+                                    const CaptureOutputs& outputs) {
   const RankRun run = RunRank(config, group, memory_limit_bytes, backend.device,
-                              /*cuda_hook=*/!no_hook);
+                              /*cuda_hook=*/!no_hook, outputs);
   if (!run.hooked && !no_hook) {
     throw RunFailure("the allocator hook is not installed");  // a bug
   }
   RankReport report = ReportOf(run);
   const std::string rank_json = ToJson(report).dump(2) + "\n";
   Write(RankReportPath(out_dir, group.rank()), rank_json);
-  if (!no_hook) {
-    const nlohmann::ordered_json snapshot = MemorySnapshotJson(
-        run.capture, group.rank(), run.cuda ? &run.cuda_segments : nullptr);
-    const std::string name = "snapshot-" + std::to_string(group.rank());
-    if (snapshot_format == "pickle") {
-      Write(fs::path(out_dir) / (name + ".pickle"), PickleOf(snapshot));
-    } else {
-      Write(fs::path(out_dir) / (name + ".json"), snapshot.dump() + "\n");
-    }
-  }
+  // The report is written: the capture is needed only for a post-mortem
+  // (Note [Post-mortem]).
+  fs::remove(CapturePath(out_dir, group.rank()));
   if (report.out_of_memory) {
     OutOfMemory(std::move(report), out_dir, group.size());
   }
@@ -218,7 +210,8 @@ void CheckLocalWorldSize(const RunConfig& config) {
 // flock on DIR/.memprof.lock from before training until the process ends
 // (released by the kernel however it ends): a second run into DIR is
 // refused with exit 2 instead of mixing its files in. Holding the lock, it
-// removes what an earlier run left there (rank-<r>.json, snapshot-<r>.json
+// removes what an earlier run left there (rank-<r>.json, capture-<r>.bin,
+// snapshot-<r>.json
 // or .pickle,
 // summary.json, report.md, report.html, trace.json), so that a 1-rank run
 // after a 2-rank one does not leave rank-1.json for `memprof report` to
@@ -240,7 +233,7 @@ void ClaimOutputDirectory(const std::string& dir) {
   }
   // Kept open, so locked, until the process ends.
   static const std::regex kRankFile(
-      "rank-[0-9]+\\.json|snapshot-[0-9]+\\.(json|pickle)");
+      "rank-[0-9]+\\.json|snapshot-[0-9]+\\.(json|pickle)|capture-[0-9]+\\.bin");
   for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (std::regex_match(name, kRankFile) || name == "summary.json" ||
@@ -324,8 +317,14 @@ int RunProfileCommand(const ProfileArgs& args) {
   }
   std::vector<RankReport> reports;
   try {
+    CaptureOutputs outputs;
+    outputs.out_dir = args.no_hook ? "" : args.out_dir;
+    outputs.snapshot_format = args.snapshot_format == "pickle"
+                                  ? DocumentFormat::kPickle
+                                  : DocumentFormat::kJson;
+    outputs.keep = args.keep;
     reports = RunThisRank(config, args.out_dir, *group, backend, args.no_hook,
-                          args.memory_limit_bytes, args.snapshot_format);
+                          args.memory_limit_bytes, outputs);
   } catch (const InputError&) {
     group->Abandon();  // peers may be gone: do not wait for them in teardown
     throw;

@@ -51,8 +51,19 @@ Json CheckpointingJson(const std::optional<CheckpointingFigures>& c) {
               {"predicted_held_bytes", c->predicted_held_bytes}};
 }
 
-Json StepJson(const StepReport& s) {
-  return Json{{"step", s.step},
+Json PostMortemJson(const std::optional<PostMortemFigures>& p) {
+  if (!p) return nullptr;
+  return Json{{"killed_by", p->killed_by},
+              {"records", p->records},
+              {"torn_record_dropped", p->torn_record_dropped},
+              {"last_seq", p->last_seq},
+              {"step", p->step},
+              {"phase", PhaseName(p->phase)},
+              {"live_bytes", BreakdownJson(p->live_bytes)}};
+}
+
+Json StepJson(const StepReport& s, const StepDetail* detail) {
+  Json step{{"step", s.step},
               {"steady_state", s.steady_state},
               {"completed", s.completed},
               {"seconds", s.seconds},
@@ -62,10 +73,13 @@ Json StepJson(const StepReport& s) {
               {"loss", s.loss},
               {"peak_bytes", s.peak_bytes},
               {"peak_phase", PhaseName(s.peak_phase)},
-              {"peak_seq", s.peak_seq},
-              {"breakdown", BreakdownJson(s.breakdown)},
-              {"max_bytes", BreakdownJson(s.max_bytes)},
-              {"end_bytes", BreakdownJson(s.end_bytes)}};
+              {"peak_seq", s.peak_seq}};
+  if (detail != nullptr) {
+    step["breakdown"] = BreakdownJson(detail->breakdown);
+    step["max_bytes"] = BreakdownJson(detail->max_bytes);
+    step["end_bytes"] = BreakdownJson(detail->end_bytes);
+  }
+  return step;
 }
 
 Json SegmentJson(const TimelineSegment& seg) {
@@ -188,6 +202,8 @@ Json CudaRunJson(const std::optional<CudaRun>& run) {
               {"out_of_memory", std::move(oom)}};
 }
 
+}  // namespace
+
 Json ContextJson(const ReportContext& c) {
   return Json{{"rank", c.rank},
               {"world_size", c.world_size},
@@ -206,7 +222,6 @@ Json ContextJson(const ReportContext& c) {
               {"config", ToJson(c.config)}};
 }
 
-}  // namespace
 
 Json ToJson(const RankReport& r) {
   Json peak = PeakJson(r.peak, "steady_state");
@@ -217,7 +232,11 @@ Json ToJson(const RankReport& r) {
            {"what", r.predicted_peak.what},
            {"breakdown", BreakdownJson(r.predicted_peak.breakdown)}};
   Json steps = Json::array();
-  for (const StepReport& s : r.steps) steps.push_back(StepJson(s));
+  auto detail = r.step_details.begin();
+  for (const StepReport& s : r.steps) {
+    const bool kept = detail != r.step_details.end() && detail->step == s.step;
+    steps.push_back(StepJson(s, kept ? &*detail++ : nullptr));
+  }
   Json timeline = Json::array();
   for (const TimelineSegment& seg : r.timeline) {
     timeline.push_back(SegmentJson(seg));
@@ -225,6 +244,7 @@ Json ToJson(const RankReport& r) {
   return Json{
       {"schema", kRankSchema},
       {"context", ContextJson(r.context)},
+      {"post_mortem", PostMortemJson(r.post_mortem)},
       {"parameters", r.parameters},
       {"predicted_parameters", r.predicted_parameters},
       {"micro_batch", r.micro_batch},

@@ -111,12 +111,18 @@ struct StepReport {
   int64_t peak_bytes = 0;
   Phase peak_phase = Phase::kIdle;
   int64_t peak_seq = -1;
+};
+
+// A kept step's breakdowns (Note [Kept steps]); written into its steps[]
+// entry.
+struct StepDetail {
+  int step = 0;
   Breakdown breakdown{};  // at the step's peak
   Breakdown max_bytes{};  // each category's own maximum within the step
   Breakdown end_bytes{};  // live when the step ended
 };
 
-// One stretch of the run between two phase marks.
+// One stretch of the run between two phase marks (kept steps only).
 struct TimelineSegment {
   int step = 0;
   Phase phase = Phase::kIdle;
@@ -179,8 +185,22 @@ struct HookFigures {
   int64_t ownership_conflicts = 0;
 };
 
+// post_mortem (since memprof.rank/1.7): a rank killed mid-run whose report
+// was recovered from its capture file (Note [Post-mortem]); the highest
+// live total is run_peak, the live bytes at the end are categories.end.
+struct PostMortemFigures {
+  std::string killed_by;  // "SIGKILL", "signal 6"; "unknown" when not told
+  int64_t records = 0;    // committed records read
+  bool torn_record_dropped = false;
+  int64_t last_seq = 0;  // the last recorded event
+  int step = 0;          // the step and phase in force then
+  Phase phase = Phase::kIdle;
+  Breakdown live_bytes{};  // live then, by category
+};
+
 struct RankReport {
   ReportContext context;
+  std::optional<PostMortemFigures> post_mortem;
   int64_t parameters = 0;  // parameter elements (P), counted on the module
   int64_t predicted_parameters = 0;  // from the size table
   int64_t micro_batch = 0;
@@ -190,7 +210,8 @@ struct RankReport {
   int steady_first_step = 0;  // the steady state's first step
   PredictedPeak predicted_peak;
   PeakFigures run_peak;  // whole run, set-up and step 1 included
-  std::vector<StepReport> steps;
+  std::vector<StepReport> steps;          // every step
+  std::vector<StepDetail> step_details;  // the kept steps, in order
   DdpFigures ddp;
   std::vector<RedundancyFigures> redundancy;  // weights, optimizer_state
   std::optional<OutOfMemoryFigures> out_of_memory;
@@ -215,6 +236,12 @@ struct RankReport {
 };
 
 nlohmann::ordered_json ToJson(const RankReport& report);
+// The context block alone (a capture file's header carries it).
+nlohmann::ordered_json ContextJson(const ReportContext& context);
+// Reads a context block as RankReportFromJson does; throws InputError
+// naming `origin`.
+ReportContext ContextFromJson(const nlohmann::ordered_json& context,
+                              const std::string& origin);
 
 // Every check the renderers and the gate rely on: types, ranges (no
 // negative byte count, rank < world_size, phases and categories by name,

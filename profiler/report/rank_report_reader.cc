@@ -22,16 +22,22 @@ class RankReportReader {
  public:
   explicit RankReportReader(const std::string& origin) : r_(origin, kRemedy) {}
 
+  ReportContext ContextOf(const Json& c) const { return Context(c); }
+
   RankReport Read(const Json& doc) const {
     r_.Schema(doc, kRankSchema);
     RankReport out;
     out.context = Context(r_.Object(doc, "", "context"));
+    if (const auto p = doc.find("post_mortem");  // since 1.7
+        p != doc.end() && !p->is_null()) {
+      out.post_mortem = PostMortem(r_.Object(doc, "", "post_mortem"));
+    }
     out.parameters = r_.Bytes(doc, "", "parameters");
     out.predicted_parameters = r_.Bytes(doc, "", "predicted_parameters");
     out.micro_batch = r_.Bytes(doc, "", "micro_batch");
     Categories(r_.Object(doc, "", "categories"), out);
     Peaks(doc, out);
-    out.steps = Steps(r_.Array(doc, "", "steps"));
+    out.steps = Steps(r_.Array(doc, "", "steps"), out.step_details);
     out.ddp = Ddp(r_.Object(doc, "", "ddp"));
     out.redundancy = Redundancies(r_.Object(doc, "", "redundancy"));
     if (const auto oom = doc.find("out_of_memory");
@@ -106,11 +112,24 @@ class RankReportReader {
 
   RunConfig Config(const Json& c, const std::string& where) const;
   ReportContext Context(const Json& c) const;
+  PostMortemFigures PostMortem(const Json& p) const {
+    const std::string where = "post_mortem";
+    PostMortemFigures f;
+    f.killed_by = r_.String(p, where, "killed_by");
+    f.records = r_.Bytes(p, where, "records");
+    f.torn_record_dropped = r_.Bool(p, where, "torn_record_dropped");
+    f.last_seq = Seq(p, where, "last_seq");
+    f.step = Int(p, where, "step", 0);
+    f.phase = PhaseOf(p, where, "phase");
+    f.live_bytes = BreakdownOf(p, where, "live_bytes");
+    return f;
+  }
   ZeroFigures Zero(const Json& z, int world_size) const;
   void Categories(const Json& categories, RankReport& out) const;
   PeakFigures Peak(const Json& peak, const std::string& where) const;
   void Peaks(const Json& doc, RankReport& out) const;
-  std::vector<StepReport> Steps(const Json& steps) const;
+  std::vector<StepReport> Steps(const Json& steps,
+                                std::vector<StepDetail>& details) const;
   DdpFigures Ddp(const Json& ddp) const;
   std::vector<RedundancyFigures> Redundancies(const Json& redundancy) const;
   FitAnswer Fit(const Json& fit, int64_t limit_bytes) const;
@@ -285,7 +304,8 @@ void RankReportReader::Peaks(const Json& doc, RankReport& out) const {
   out.run_peak = Peak(r_.Object(doc, "", "run_peak"), "run_peak");
 }
 
-std::vector<StepReport> RankReportReader::Steps(const Json& steps) const {
+std::vector<StepReport> RankReportReader::Steps(
+    const Json& steps, std::vector<StepDetail>& details) const {
   if (steps.empty()) r_.Fail("steps", "empty (no step ran)");
   std::vector<StepReport> out;
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -315,9 +335,11 @@ std::vector<StepReport> RankReportReader::Steps(const Json& steps) const {
     step.peak_bytes = r_.Bytes(s, where, "peak_bytes");
     step.peak_phase = PhaseOf(s, where, "peak_phase");
     step.peak_seq = Seq(s, where, "peak_seq");
-    step.breakdown = BreakdownOf(s, where, "breakdown");
-    step.max_bytes = BreakdownOf(s, where, "max_bytes");
-    step.end_bytes = BreakdownOf(s, where, "end_bytes");
+    if (s.contains("breakdown")) {  // a kept step (always, before 1.7)
+      details.push_back({step.step, BreakdownOf(s, where, "breakdown"),
+                         BreakdownOf(s, where, "max_bytes"),
+                         BreakdownOf(s, where, "end_bytes")});
+    }
     out.push_back(step);
   }
   return out;
@@ -554,6 +576,10 @@ HookFigures RankReportReader::Hook(const Json& hook) const {
 }
 
 }  // namespace
+
+ReportContext ContextFromJson(const Json& context, const std::string& origin) {
+  return RankReportReader(origin).ContextOf(context);
+}
 
 RankReport RankReportFromJson(const Json& doc, const std::string& origin) {
   return RankReportReader(origin).Read(doc);

@@ -1,19 +1,11 @@
 #include "profiler/train/rank_run.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 
-#include <torch/version.h>
-
-#include "profiler/capture/cuda_device.h"
+#include "profiler/base/errors.h"
 #include "profiler/capture/cuda_replay.h"
 #include "profiler/predict/cuda_prediction.h"
 #include "profiler/predict/fit.h"
-
-#ifndef MEMPROF_GIT_SHA
-#define MEMPROF_GIT_SHA "unknown"
-#endif
 
 namespace memprof {
 namespace {
@@ -27,29 +19,6 @@ std::string Hex(uint64_t value) {
   std::snprintf(text, sizeof text, "%016llx",
                 static_cast<unsigned long long>(value));
   return text;
-}
-
-std::string Hostname() {
-  char name[256] = {};
-  ::gethostname(name, sizeof name - 1);
-  return name;
-}
-
-ReportContext ContextOf(const RankRun& run) {
-  ReportContext c;
-  c.rank = run.rank;
-  c.world_size = run.world_size;
-  c.device = run.device;
-  c.backend = run.backend;
-  c.libtorch_version = TORCH_VERSION;
-  const CudaDeviceStatus& cuda = ProbeCudaDevice();
-  c.cuda = {cuda.compiled, cuda.available, cuda.devices, cuda.status};
-  c.git_sha = MEMPROF_GIT_SHA;
-  c.hostname = Hostname();
-  c.pid = static_cast<int64_t>(::getpid());
-  c.session_start_unix_us = run.capture.begin_unix_us;
-  c.config = run.config;
-  return c;
 }
 
 std::optional<ZeroFigures> ZeroOf(const RankRun& run) {
@@ -84,29 +53,42 @@ std::optional<CheckpointingFigures> CheckpointingOf(const RankRun& run) {
   return c;
 }
 
+// Every step: its record from the loop, or, for a rank recovered from its
+// capture (no records), its time from the marks, cut short when last.
 std::vector<StepReport> StepsOf(const RankRun& run) {
   const Analysis& a = run.analysis;
   std::vector<StepReport> steps;
-  for (const StepFigures& s : a.steps) {
-    const StepRecord& record = run.step_records.at(s.step - 1);
+  for (size_t i = 0; i < a.step_peaks.size(); ++i) {
+    const StepPeak& peak = a.step_peaks[i];
     StepReport step;
-    step.step = s.step;
-    step.steady_state = s.step >= a.steady_first_step;
-    step.completed = record.completed;
-    step.seconds = record.seconds;
-    step.comm_seconds = record.comm_seconds;
-    step.exchange_seconds = record.exchange_seconds;
-    step.recompute_seconds = record.recompute_seconds;
-    step.loss = record.loss;
-    step.peak_bytes = s.peak.total_bytes;
-    step.peak_phase = s.peak.phase;
-    step.peak_seq = s.peak.seq;
-    step.breakdown = s.peak.bytes;
-    step.max_bytes = s.max_bytes;
-    step.end_bytes = s.end_bytes;
+    step.step = static_cast<int>(i) + 1;
+    step.steady_state = step.step >= a.steady_first_step;
+    if (i < run.step_records.size()) {
+      const StepRecord& record = run.step_records[i];
+      step.completed = record.completed;
+      step.seconds = record.seconds;
+      step.comm_seconds = record.comm_seconds;
+      step.exchange_seconds = record.exchange_seconds;
+      step.recompute_seconds = record.recompute_seconds;
+      step.loss = record.loss;
+    } else {
+      step.completed = i + 1 < a.step_peaks.size();
+      step.seconds = static_cast<double>(peak.end_ns - peak.begin_ns) * 1e-9;
+    }
+    step.peak_bytes = peak.total_bytes;
+    step.peak_phase = peak.phase;
+    step.peak_seq = peak.seq;
     steps.push_back(step);
   }
   return steps;
+}
+
+std::vector<StepDetail> StepDetailsOf(const Analysis& a) {
+  std::vector<StepDetail> details;
+  for (const StepFigures& s : a.steps) {
+    details.push_back({s.step, s.peak.bytes, s.max_bytes, s.end_bytes});
+  }
+  return details;
 }
 
 std::vector<TimelineSegment> TimelineOf(const Analysis& a) {
@@ -150,7 +132,7 @@ std::vector<RedundancyFigures> RedundancyOf(const RankRun& run) {
 
 std::optional<OutOfMemoryFigures> OutOfMemoryOf(const RankRun& run) {
   if (!run.RanOutOfMemory()) return std::nullopt;
-  const OutOfMemory& oom = run.capture.out_of_memory;
+  const OutOfMemory& oom = run.analysis.out_of_memory;
   return OutOfMemoryFigures{oom.limit_bytes,
                             oom.requested_bytes,
                             oom.live_bytes,
@@ -167,7 +149,8 @@ std::optional<OutOfMemoryFigures> OutOfMemoryOf(const RankRun& run) {
 RankReport ReportOf(const RankRun& run) {
   const Analysis& a = run.analysis;
   RankReport r;
-  r.context = ContextOf(run);
+  r.context = run.context;
+  r.context.session_start_unix_us = run.capture.begin_unix_us;
   r.parameters = run.parameters;
   r.predicted_parameters = run.prediction.parameters;
   r.micro_batch = run.micro_batch;
@@ -185,6 +168,7 @@ RankReport ReportOf(const RankRun& run) {
                       predicted.bytes};
   r.run_peak = PeakOf(a.run_peak);
   r.steps = StepsOf(run);
+  r.step_details = StepDetailsOf(a);
   r.ddp = {run.buckets, run.config.ddp.bucket_cap_mb,
            run.config.ddp.gradient_as_bucket_view};
   r.redundancy = RedundancyOf(run);
@@ -201,10 +185,52 @@ RankReport ReportOf(const RankRun& run) {
     r.cuda_run->predicted_at_peak = predicted.at_peak;
     r.cuda_run->predicted_peak_reserved = predicted.peak_reserved;
   } else if (run.hooked) {
-    // A cpu run: what its blocks would cost on a GPU.
-    r.cuda_replay = ReplayOnCudaAllocator(run.capture.lifetimes);
+    r.cuda_replay = run.cuda_replay;  // what its blocks would cost on a GPU
   }
   return r;
+}
+
+RankReport RecoverRankReport(const std::string& capture_path,
+                             const std::string& killed_by) {
+  RankRun run;
+  run.capture = CaptureFromFile(capture_path);
+  const std::string meta_json =
+      CaptureReader(run.capture.file->fd(), capture_path).header().meta_json;
+  const nlohmann::ordered_json meta =
+      nlohmann::ordered_json::parse(meta_json, nullptr, false);
+  if (meta.is_discarded() || !meta.is_object() || !meta.contains("context")) {
+    throw InputError(capture_path +
+                     ": the header names no rank context (a capture of "
+                     "profile --out writes one); nothing to recover");
+  }
+  run.context = ContextFromJson(meta["context"], capture_path + " (header)");
+  run.rank = run.context.rank;
+  run.world_size = run.context.world_size;
+  run.device = run.context.device;
+  run.backend = run.context.backend;
+  run.config = run.context.config;
+  run.micro_batch = meta.value("micro_batch", int64_t{0});
+  run.prediction = Predict(run.config, run.rank);
+  run.parameters = run.prediction.parameters;
+  CudaReplaySink replay;
+  run.analysis = Analyze(run.capture, AnalysisOptions{}, {&replay});
+  run.cuda_replay = replay.Result();
+  run.buffer_bytes = run.analysis.buffer_bytes;
+  run.out_of_memory_bytes = run.analysis.out_of_memory_bytes;
+  RankReport report = ReportOf(run);
+  const Analysis& a = run.analysis;
+  PostMortemFigures post;
+  post.killed_by = killed_by;
+  post.records = a.records;
+  post.torn_record_dropped = a.torn_record;
+  post.last_seq = a.end_seq - 1;
+  post.step = a.last_mark.step;
+  post.phase = a.last_mark.phase;
+  for (Category c : kAllCategories) {
+    post.live_bytes[Index(c)] = a.stats[Index(c)].current;
+  }
+  report.post_mortem = post;
+  return report;
 }
 
 }  // namespace memprof

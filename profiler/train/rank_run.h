@@ -12,7 +12,7 @@
 #include "profiler/capture/lifetime_analysis.h"
 #include "profiler/predict/prediction.h"
 #include "profiler/report/rank_report.h"
-#include "profiler/train/redundancy.h"
+#include "profiler/train/redundancy_verdict.h"
 
 namespace memprof {
 
@@ -31,6 +31,7 @@ struct StepRecord {
 };
 
 struct RankRun {
+  ReportContext context;  // the process, its host and its build
   int rank = 0;
   int world_size = 1;
   std::string device = "cpu";
@@ -59,12 +60,31 @@ struct RankRun {
   Breakdown out_of_memory_bytes{};
   // A run on a GPU (with the hook): the device's side.
   std::optional<CudaRun> cuda;
-  std::vector<CudaSegmentView> cuda_segments;  // at the end, for the snapshot
-  bool RanOutOfMemory() const { return capture.out_of_memory.seq >= 0; }
+  // A cpu run with the hook: its blocks replayed through the CUDA caching
+  // allocator's model (profiler/capture/cuda_replay.h).
+  std::optional<CudaReplay> cuda_replay;
+  bool RanOutOfMemory() const { return analysis.out_of_memory.seq >= 0; }
 };
 
 // The rank report of `run`: its figures, the prediction beside them, the
 // process's context (host, pid, LibTorch, source revision).
 RankReport ReportOf(const RankRun& run);
+
+// Note [Post-mortem]
+// A rank killed mid-run (SIGKILL, the OOM killer) writes no report, but its
+// capture file holds every event it committed (Note [Capture file]), and
+// its header the rank's context and micro-batch. The report recovered from
+// it has what the capture tells: the categories live at the last recorded
+// event (categories.end and post_mortem.live_bytes) and at the highest
+// live total (run_peak), the step and phase in force then, every step's
+// peak and time; the loss, the redundancy audit and the step's
+// communication time are not recorded there (0 and empty). `killed_by`
+// names the signal when the launcher saw it. Blocks still pending at the
+// kill are resolved as Note [Killed capture] says.
+//
+// Reads DIR/capture-<r>.bin at `capture_path`; throws InputError naming it
+// when it is not a capture or names no context.
+RankReport RecoverRankReport(const std::string& capture_path,
+                             const std::string& killed_by);
 
 }  // namespace memprof

@@ -10,19 +10,12 @@
 #include <torch/torch.h>
 
 #include "profiler/base/category.h"
+#include "profiler/train/redundancy_verdict.h"
 
 namespace memprof {
 
 class ProcessGroup;
 
-struct Redundancy {
-  Category category = Category::kWeights;
-  int64_t bytes = 0;                  // this rank's copy
-  std::vector<uint64_t> rank_hashes;  // XXH3-64 of each rank's bytes
-  bool identical_across_ranks = false;
-  // (N - 1) * bytes when identical on all N ranks, else 0.
-  int64_t redundant_bytes = 0;
-};
 
 // XXH3-64 over the bytes of each tensor, in order.
 uint64_t HashTensors(const std::vector<torch::Tensor>& tensors);

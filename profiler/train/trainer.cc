@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include <unistd.h>
+
 #include <torch/torch.h>
+#include <torch/version.h>
 #include <valgrind/callgrind.h>
 
 #include "models/autocast_region.h"
@@ -15,11 +19,18 @@
 #include "profiler/base/zero_partition.h"
 #include "profiler/capture/cpu_hook.h"
 #include "profiler/capture/cuda_backend.h"
+#include "profiler/capture/cuda_device.h"
+#include "profiler/capture/cuda_replay.h"
+#include "profiler/capture/memory_snapshot.h"
 #include "profiler/capture/memory_tracker.h"
 #include "profiler/train/attribution.h"
 #include "profiler/train/cuda_session.h"
 #include "profiler/train/redundancy.h"
 #include "profiler/train/weight_casts.h"
+
+#ifndef MEMPROF_GIT_SHA
+#define MEMPROF_GIT_SHA "unknown"
+#endif
 
 namespace memprof {
 namespace {
@@ -53,27 +64,27 @@ void ZeroGrad(const std::vector<torch::Tensor>& params, bool set_to_none) {
   }
 }
 
-// Note [Late bucket frees]
-// After DDP rebuilds its buckets (step 2), the old bucket buffers die when
-// the last reference drops, and a Gloo worker thread keeps one until it
-// loops again after its last all-reduce: on a loaded machine that can be a
-// step later. The DDP engine settles the group before the rebuild (Note
-// [Settled collectives]), which makes the free happen there; the steady
-// state still starts only after the step in which the last replaced
-// bucket buffer was freed, whatever holds it.
-int32_t LastBucketFreeStep(const Capture& capture) {
-  int64_t last_free = -1;
-  for (const Lifetime& life : capture.lifetimes) {
-    if ((life.flags & kFlagBucket) && life.free_seq != kLive) {
-      last_free = std::max(last_free, life.free_seq);
-    }
-  }
-  int32_t step = 0;
-  for (const PhaseMark& mark : capture.marks) {
-    if (mark.seq > last_free) break;
-    step = mark.step;
-  }
-  return last_free < 0 ? 0 : step;
+std::string Hostname() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+// The process's side of the report's context.
+ReportContext ContextOf(const RankRun& run) {
+  ReportContext c;
+  c.rank = run.rank;
+  c.world_size = run.world_size;
+  c.device = run.device;
+  c.backend = run.backend;
+  c.libtorch_version = TORCH_VERSION;
+  const CudaDeviceStatus& cuda = ProbeCudaDevice();
+  c.cuda = {cuda.compiled, cuda.available, cuda.devices, cuda.status};
+  c.git_sha = MEMPROF_GIT_SHA;
+  c.hostname = Hostname();
+  c.pid = static_cast<int64_t>(::getpid());
+  c.config = run.config;
+  return c;
 }
 
 int64_t CountElements(const std::vector<torch::Tensor>& tensors) {
@@ -110,7 +121,15 @@ class RankTrainer final : public RecomputeObserver {
     run_.config = config;
     run_.micro_batch = MicroBatch(config);
     run_.prediction = Predict(config, group.rank());
+    run_.context = ContextOf(run_);
     SetRecomputeObserver(this);
+  }
+
+  // What a post-mortem needs to know of this rank (Note [Post-mortem]).
+  std::string CaptureMeta() const {
+    return nlohmann::ordered_json{{"context", ContextJson(run_.context)},
+                                  {"micro_batch", run_.micro_batch}}
+        .dump();
   }
   ~RankTrainer() override { SetRecomputeObserver(nullptr); }
   RankTrainer(const RankTrainer&) = delete;
@@ -280,26 +299,40 @@ class RankTrainer final : public RecomputeObserver {
     if (ddp_ != nullptr) ddp_->Abandon();
   }
 
-  // Ends the session and computes the figures from its block lifetimes.
-  RankRun Finish() {
+  // Ends the session and computes the figures from its capture file; the
+  // snapshot is written on the way (Note [Snapshot window]).
+  RankRun Finish(const CaptureOutputs& outputs) {
     Mark(Phase::kIdle, 0);
+    std::vector<CudaSegmentView> cuda_segments;
     if (cuda_ != nullptr) {
       run_.cuda = cuda_->Finish();
-      run_.cuda_segments = cuda_->Segments();
+      cuda_segments = cuda_->Segments();
     }
     run_.capture = tracker_.EndSession();
     tracker_.SetMemoryLimit(0);
-    const Capture& capture = run_.capture;
-    run_.analysis = Analyze(capture, 1 + std::max(last_one_time_step_,
-                                                  LastBucketFreeStep(capture)));
-    if (capture.out_of_memory.seq >= 0) {
-      run_.out_of_memory_bytes = LiveAt(capture, capture.out_of_memory.seq);
+    std::vector<CaptureSink*> sinks;
+    CudaReplaySink replay;
+    if (cuda_ == nullptr) sinks.push_back(&replay);
+    std::optional<SnapshotWriter> snapshot;
+    if (!outputs.out_dir.empty()) {
+      const bool pickle = outputs.snapshot_format == DocumentFormat::kPickle;
+      snapshot.emplace(outputs.out_dir + "/snapshot-" +
+                           std::to_string(group_.rank()) +
+                           (pickle ? ".pickle" : ".json"),
+                       outputs.snapshot_format, group_.rank(),
+                       run_.capture.begin_seq,
+                       cuda_ != nullptr ? &cuda_segments : nullptr);
+      sinks.push_back(&*snapshot);
     }
-    for (const Lifetime& life : capture.lifetimes) {
-      if ((life.flags & kFlagBuffer) && life.free_seq == kLive) {
-        run_.buffer_bytes += life.bytes;
-      }
-    }
+    // Note [Late bucket frees]: the analysis also waits for the step of the
+    // last freed bucket buffer.
+    run_.analysis = Analyze(run_.capture,
+                            AnalysisOptions{last_one_time_step_, outputs.keep},
+                            sinks);
+    if (snapshot) snapshot->Finish(run_.analysis.end_seq);
+    if (cuda_ == nullptr) run_.cuda_replay = replay.Result();
+    run_.out_of_memory_bytes = run_.analysis.out_of_memory_bytes;
+    run_.buffer_bytes = run_.analysis.buffer_bytes;
     if (weight_casts_ != nullptr) {
       misses_.not_found += weight_casts_->missed();
       weight_casts_.reset();
@@ -393,7 +426,8 @@ class RankTrainer final : public RecomputeObserver {
 }  // namespace
 
 RankRun RunRank(const RunConfig& config, ProcessGroup& group,
-                int64_t memory_limit_bytes, int cuda_device, bool cuda_hook) {
+                int64_t memory_limit_bytes, int cuda_device, bool cuda_hook,
+                const CaptureOutputs& outputs) {
   MemoryTracker& tracker = MemoryTracker::Get();
   std::unique_ptr<CudaSession> cuda;
   if (config.train.device == "cuda") {
@@ -407,7 +441,10 @@ RankRun RunRank(const RunConfig& config, ProcessGroup& group,
     tracker.SetMemoryLimit(memory_limit_bytes);
   }
   RankTrainer trainer(config, group, cuda.get(), cuda_device);
-  tracker.BeginSession();
+  tracker.BeginSession(
+      outputs.out_dir.empty() ? ""
+                              : CapturePath(outputs.out_dir, group.rank()),
+      trainer.CaptureMeta());
   try {
     trainer.SetUp();
     bool completed = true;
@@ -432,7 +469,7 @@ RankRun RunRank(const RunConfig& config, ProcessGroup& group,
       throw;
     }
   }
-  return trainer.Finish();
+  return trainer.Finish(outputs);
 }
 
 }  // namespace memprof

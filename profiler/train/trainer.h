@@ -8,7 +8,11 @@
 // anything.
 #pragma once
 
+#include <string>
+
+#include "profiler/base/document_writer.h"
 #include "profiler/base/run_config.h"
+#include "profiler/capture/lifetime_analysis.h"
 #include "profiler/train/ddp_engine.h"
 #include "profiler/train/rank_run.h"
 
@@ -18,8 +22,17 @@ namespace memprof {
 // (Note [Memory limit]) and is the allocator's memory fraction on cuda: on
 // out-of-memory the step is cut short and the run says so
 // (RankRun::RanOutOfMemory()); the rank does not train further.
+// Where the rank's capture file and snapshot go, and what they keep.
+struct CaptureOutputs {
+  // DIR/capture-<r>.bin and DIR/snapshot-<r>.json|pickle; "": an unnamed
+  // temporary capture and no snapshot.
+  std::string out_dir;
+  DocumentFormat snapshot_format = DocumentFormat::kJson;
+  KeepSteps keep;
+};
+
 RankRun RunRank(const RunConfig& config, ProcessGroup& group,
                 int64_t memory_limit_bytes = 0, int cuda_device = 0,
-                bool cuda_hook = true);
+                bool cuda_hook = true, const CaptureOutputs& outputs = {});
 
 }  // namespace memprof
