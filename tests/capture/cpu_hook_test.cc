@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "profiler/capture/memory_tracker.h"
+#include "tests/capture/lifetime_block.h"
 
 namespace memprof {
 namespace {
@@ -43,12 +44,12 @@ TEST(CpuHook, SeesAllocationsOfAStdThreadByteForByte) {
   worker.join();
   const Capture capture = tracker.EndSession();
   int64_t freed_bytes = 0;
-  for (const Lifetime& life : capture.lifetimes) {
+  for (const Lifetime& life : LifetimesOf(capture)) {
     EXPECT_NE(life.free_seq, kLive);
     freed_bytes += life.bytes;
   }
   EXPECT_EQ(freed_bytes, expected_bytes);
-  EXPECT_EQ(static_cast<int64_t>(capture.lifetimes.size()), expected_count);
+  EXPECT_EQ(static_cast<int64_t>(LifetimesOf(capture).size()), expected_count);
 }
 
 TEST(CpuHook, SeesAllocationsInsideTheIntraOpPool) {
@@ -63,7 +64,7 @@ TEST(CpuHook, SeesAllocationsInsideTheIntraOpPool) {
     }
   });
   int64_t recorded = 0;
-  for (const Lifetime& life : tracker.EndSession().lifetimes) {
+  for (const Lifetime& life : LifetimesOf(tracker.EndSession())) {
     recorded += life.bytes;
   }
   EXPECT_EQ(recorded, made.load());
@@ -79,14 +80,14 @@ TEST(CpuHook, SeesAutogradAndOpWorkspace) {
   // w, mm output, tanh output, sum, grad seed, two mm grads, w.grad...
   EXPECT_NE(tracker.CategoryOf(w.grad().storage().data()),
             Category::kUnattributed);
-  EXPECT_GE(tracker.EndSession().lifetimes.size(), 6u);
+  EXPECT_GE(LifetimesOf(tracker.EndSession()).size(), 6u);
 }
 
 TEST(CpuHook, ZeroByteStoragesPassThrough) {
   MemoryTracker::Get().BeginSession();
   const torch::Tensor t = torch::empty({0}, torch::kFloat);
   EXPECT_EQ(t.numel(), 0);
-  EXPECT_TRUE(MemoryTracker::Get().EndSession().lifetimes.empty());
+  EXPECT_TRUE(LifetimesOf(MemoryTracker::Get().EndSession()).empty());
 }
 
 // oneDNN (the mkldnn convolution) frees a zero-byte raw_allocate with

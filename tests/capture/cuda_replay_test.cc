@@ -1,8 +1,10 @@
-// A run's lifetimes replayed through the CUDA caching allocator's model, in
-// seq order whatever order the session log holds them in.
+// A run's blocks replayed through the CUDA caching allocator's model, in
+// seq order whatever order they are listed in.
 #include "profiler/capture/cuda_replay.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "tests/capture/lifetime_block.h"
 
@@ -10,6 +12,18 @@ namespace memprof {
 namespace {
 
 constexpr int64_t kMiB = 1 << 20;
+
+// The blocks, written to a capture, replayed by the analysis' sink.
+CudaReplay ReplayOnCudaAllocator(const std::vector<Lifetime>& blocks) {
+  int64_t end = 0;
+  for (const Lifetime& b : blocks) {
+    end = std::max({end, b.alloc_seq + 1, b.free_seq == kLive ? 0 : b.free_seq + 1});
+  }
+  CudaReplaySink replay;
+  Analyze(WriteCapture(blocks, {{0, Phase::kIdle, 0}}, 0, end), {},
+          {&replay});
+  return replay.Result();
+}
 constexpr Category kA = Category::kActivations;
 
 TEST(CudaReplay, AFreedBlockIsReusedAndTheSegmentStaysReserved) {

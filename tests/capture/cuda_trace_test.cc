@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/capture/lifetime_block.h"
+
 namespace memprof {
 namespace {
 
@@ -138,8 +140,8 @@ TEST_F(CudaTraceTest, CategoriesComeFromTheTrackerAtTheRoundedRequest) {
     Send(Entry::FREE_COMPLETED, block);
   }
   const Capture capture = tracker.EndSession();
-  ASSERT_EQ(capture.lifetimes.size(), 2u);
-  for (const Lifetime& life : capture.lifetimes) {
+  ASSERT_EQ(LifetimesOf(capture).size(), 2u);
+  for (const Lifetime& life : LifetimesOf(capture)) {
     if (life.address == segment) {
       EXPECT_EQ(life.category, Category::kWeights);
       EXPECT_EQ(life.bytes, 2 * kMiB + 512);

@@ -18,20 +18,20 @@ constexpr int kT = static_cast<int>(Category::kTemporaries);
 //   step 1: forward  seq 1 act 50 (freed 4), seq 2 tmp 30 (freed 3)
 //           backward seq 5 tmp 10 (freed 6)
 //   step 2: forward  seq 7 act 60 (freed 9), seq 8 tmp 5 (freed 10)
-Capture TwoSteps() {
-  Capture capture;
-  capture.begin_seq = 0;
-  capture.end_seq = 11;
-  capture.marks = {{0, Phase::kModelInit, 0}, {1, Phase::kForward, 1},
-                   {4, Phase::kBackward, 1},  {7, Phase::kForward, 2},
-                   {9, Phase::kBackward, 2},  {11, Phase::kIdle, 0}};
-  capture.lifetimes = {Block(0, kLive, 100, Category::kWeights),
+Capture TwoSteps(const std::string& path = "", bool ended = true) {
+  return WriteCapture({Block(0, kLive, 100, Category::kWeights),
                        Block(1, 4, 50, Category::kActivations),
                        Block(2, 3, 30, Category::kTemporaries),
                        Block(5, 6, 10, Category::kTemporaries),
                        Block(7, 9, 60, Category::kActivations),
-                       Block(8, 10, 5, Category::kTemporaries)};
-  return capture;
+                       Block(8, 10, 5, Category::kTemporaries)},
+                      {{0, Phase::kModelInit, 0},
+                       {1, Phase::kForward, 1},
+                       {4, Phase::kBackward, 1},
+                       {7, Phase::kForward, 2},
+                       {9, Phase::kBackward, 2},
+                       {11, Phase::kIdle, 0}},
+                      0, 11, path, ended);
 }
 
 TEST(Analyze, StepPeaksAndBreakdownsFollowLifetimes) {
@@ -85,12 +85,10 @@ TEST(Analyze, SegmentsTileTheSessionAndCarryBoundaryBytes) {
 }
 
 TEST(Analyze, SingleStepIsItsOwnSteadyState) {
-  Capture capture;
-  capture.begin_seq = 10;
-  capture.end_seq = 12;
-  capture.marks = {{10, Phase::kIdle, 0}, {10, Phase::kForward, 1}};
-  capture.lifetimes = {Block(10, 11, 8, Category::kTemporaries)};
-  const Analysis a = Analyze(capture);
+  const Analysis a =
+      Analyze(WriteCapture({Block(10, 11, 8, Category::kTemporaries)},
+                           {{10, Phase::kIdle, 0}, {10, Phase::kForward, 1}},
+                           10, 12));
   EXPECT_EQ(a.steady_first_step, 1);
   EXPECT_EQ(a.steady_peak.total_bytes, 8);
   EXPECT_EQ(a.steady_peak.seq, 10);
@@ -118,17 +116,15 @@ TEST(Analyze, LongSeriesIsThinnedKeepingItsPeakAndEnds) {
   // One step of 20,000 alloc/free pairs whose sizes rise and fall, so the
   // step's peak lies inside the sequence, not at either end.
   constexpr int64_t kPairs = 20000;
-  Capture capture;
-  capture.begin_seq = 0;
-  capture.end_seq = 2 * kPairs + 1;
-  capture.marks = {{0, Phase::kIdle, 0}, {1, Phase::kForward, 1}};
-  capture.lifetimes.push_back(Block(0, kLive, 1000, Category::kWeights));
+  std::vector<Lifetime> blocks = {Block(0, kLive, 1000, Category::kWeights)};
   for (int64_t i = 0; i < kPairs; ++i) {
     const int64_t bytes = 1 + (i * 7919) % 10007;  // peak at some inner i
-    capture.lifetimes.push_back(
-        Block(1 + 2 * i, 2 + 2 * i, bytes, Category::kTemporaries));
+    blocks.push_back(Block(1 + 2 * i, 2 + 2 * i, bytes, Category::kTemporaries));
   }
-  const Analysis a = Analyze(capture, /*steady_from=*/1);
+  const Capture capture =
+      WriteCapture(blocks, {{0, Phase::kIdle, 0}, {1, Phase::kForward, 1}}, 0,
+                   2 * kPairs + 1);
+  const Analysis a = Analyze(capture, AnalysisOptions{/*one_time=*/0});
   ASSERT_EQ(a.series_step, 1);
   ASSERT_LE(a.series.size(), kMaxSeriesPoints);
   ASSERT_GE(a.series.size(), kMaxSeriesPoints / 2);

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "profiler/base/pickle_writer.h"
+#include "profiler/base/schema_version.h"
 #include "profiler/capture/lifetime_analysis.h"
 #include "tests/capture/lifetime_block.h"
 #include "tests/run_command.h"
@@ -21,22 +23,35 @@ using Json = nlohmann::ordered_json;
 
 // Weights live throughout, an activation and a temporary freed in the step,
 // and a second temporary reusing the first one's address.
-Capture Session() {
-  Capture capture;
-  capture.begin_seq = 4;
-  capture.end_seq = 10;
-  capture.marks = {{4, Phase::kModelInit, 0},
-                   {5, Phase::kForward, 1},
-                   {8, Phase::kBackward, 1},
-                   {10, Phase::kIdle, 0}};
-  // Unordered, as EndSession hands them over.
-  capture.lifetimes = {
-      Block(6, 7, 30, Category::kTemporaries, 0x3000),
-      Block(4, kLive, 100, Category::kWeights, 0x1000),
-      Block(5, 9, 50, Category::kActivations, 0x2000),
-      Block(8, kLive, 12, Category::kTemporaries, 0x3000),
-  };
-  return capture;
+Capture Session(uint64_t weights_address = 0x1000) {
+  return WriteCapture(
+      {
+          Block(6, 7, 30, Category::kTemporaries, 0x3000),
+          Block(4, kLive, 100, Category::kWeights, weights_address),
+          Block(5, 9, 50, Category::kActivations, 0x2000),
+          Block(8, kLive, 12, Category::kUnattributed, 0x3000),
+      },
+      {{4, Phase::kModelInit, 0},
+       {5, Phase::kForward, 1},
+       {8, Phase::kBackward, 1},
+       {10, Phase::kIdle, 0}},
+      4, 10);
+}
+
+// The snapshot SnapshotWriter writes for `capture` as the analysis reads
+// it, read back as JSON (or, for pickle, the file's bytes in `pickled`).
+Json MemorySnapshotJson(const Capture& capture, int rank,
+                        const std::vector<CudaSegmentView>* segments = nullptr,
+                        const KeepSteps& keep = {}) {
+  const TempDir dir;
+  const std::string path = (dir.path() / "snapshot.json").string();
+  SnapshotWriter writer(path, DocumentFormat::kJson, rank, capture.begin_seq,
+                        segments);
+  AnalysisOptions options;
+  options.keep = keep;
+  const Analysis a = Analyze(capture, options, {&writer});
+  writer.Finish(a.end_seq);
+  return Json::parse(ReadFile(path));
 }
 
 TEST(MemorySnapshot, TraceIsInSeqOrderWithEveryFieldTheViewerReads) {
@@ -75,7 +90,7 @@ TEST(MemorySnapshot, TraceIsInSeqOrderWithEveryFieldTheViewerReads) {
 TEST(MemorySnapshot, SegmentsAreTheLiveBlocksTiledExactly) {
   const Capture capture = Session();
   const Json snapshot = MemorySnapshotJson(capture, 0);
-  const Analysis analysis = Analyze(capture, /*steady_from=*/1);
+  const Analysis analysis = Analyze(capture, AnalysisOptions{/*one_time_through_step=*/0});
   std::map<std::string, int64_t> live;
   ASSERT_EQ(snapshot["segments"].size(), 2u);
   for (const Json& segment : snapshot["segments"]) {
@@ -99,7 +114,7 @@ TEST(MemorySnapshot, SegmentsAreTheLiveBlocksTiledExactly) {
 TEST(MemorySnapshot, ReplayUpToThePeakGivesThePeakBreakdown) {
   const Capture capture = Session();
   const Json snapshot = MemorySnapshotJson(capture, 0);
-  const Analysis analysis = Analyze(capture, /*steady_from=*/1);
+  const Analysis analysis = Analyze(capture, AnalysisOptions{/*one_time_through_step=*/0});
   std::map<std::string, int64_t> live;
   for (const Json& e : snapshot["device_traces"][0]) {
     if (e["seq"].get<int64_t>() > analysis.steady_peak.seq) break;
@@ -132,8 +147,7 @@ TEST(MemorySnapshot, AGpuRunListsTheAllocatorsRealSegments) {
   allocator.Alloc(0x1000000 + 512, 12);      // a temporary
   allocator.FreeRequested(0x1000000 + 512);  // pending free: still active
   allocator.SegmentAlloc(0x4000000, 20 * kMiB);
-  Capture capture = Session();
-  capture.lifetimes[1].address = 0x1000000;
+  const Capture capture = Session(/*weights_address=*/0x1000000);
   const std::vector<CudaSegmentView> segments = allocator.Segments();
   const Json snapshot = MemorySnapshotJson(capture, 0, &segments);
   ASSERT_EQ(snapshot["segments"].size(), 2u);
@@ -200,6 +214,63 @@ TEST(PickleWriter, PythonLoadsWhatJsonLoads) {
   every["nested"] = {{"z", Json::array()}, {"a", Json::object()}, {"m", {1}}};
   ExpectPythonReadsTheSame(every);
   ExpectPythonReadsTheSame(MemorySnapshotJson(Session(), /*rank=*/0));
+}
+
+// profile --snapshot-format pickle: the writer's pickle, loaded by Python,
+// is the structure its JSON is (APPENDS batches of 1000 included).
+TEST(PickleWriter, ThePickledSnapshotLoadsAsItsJson) {
+  std::vector<Lifetime> blocks = {Block(0, kLive, 64, Category::kWeights)};
+  for (int64_t i = 0; i < 1500; ++i) {
+    blocks.push_back(Block(1 + 2 * i, 2 + 2 * i, 8 + i, Category::kTemporaries));
+  }
+  const Capture capture = WriteCapture(
+      blocks, {{0, Phase::kIdle, 0}, {1, Phase::kForward, 1}}, 0, 3001);
+  const TempDir dir;
+  for (const char* name : {"s.json", "s.pickle"}) {
+    const std::string path = (dir.path() / name).string();
+    SnapshotWriter writer(path,
+                          name[2] == 'j' ? DocumentFormat::kJson
+                                         : DocumentFormat::kPickle,
+                          0, capture.begin_seq, nullptr);
+    writer.Finish(Analyze(capture, {}, {&writer}).end_seq);
+  }
+  const CommandResult r = RunCommand(
+      "python3 -c 'import json, pickle, sys\n"
+      "p = pickle.load(open(sys.argv[1], \"rb\"))\n"
+      "j = json.load(open(sys.argv[2]))\n"
+      "sys.exit(0 if p == j and len(j[\"device_traces\"][0]) == 1 + 2 + "
+      "1500 * 5 else 1)' " +
+      (dir.path() / "s.pickle").string() + " " +
+      (dir.path() / "s.json").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// Note [Snapshot window]: the trace keeps the kept steps' events only; the
+// segments still list every block live at the end.
+TEST(MemorySnapshot, TheTraceKeepsTheKeptStepsOnly) {
+  std::vector<Lifetime> blocks = {Block(0, kLive, 64, Category::kWeights)};
+  std::vector<PhaseMark> marks = {{0, Phase::kIdle, 0}};
+  for (int32_t step = 1; step <= 6; ++step) {
+    const int64_t seq = 1 + 2 * (step - 1);
+    marks.push_back({seq, Phase::kForward, step});
+    blocks.push_back(Block(seq, seq + 1, 100 * step, Category::kTemporaries));
+  }
+  const Capture capture = WriteCapture(blocks, marks, 0, 13);
+  KeepSteps keep;
+  keep.last = 2;
+  const Json snapshot = MemorySnapshotJson(capture, 0, nullptr, keep);
+  std::set<int64_t> sizes;
+  for (const Json& event : snapshot["device_traces"][0]) {
+    if (event["action"] == "alloc") sizes.insert(event["size"].get<int64_t>());
+  }
+  // Step 1, the steady-state peak's step (6, the largest) and steps 5, 6;
+  // the set-up's weights.
+  EXPECT_EQ(sizes, (std::set<int64_t>{64, 100, 500, 600}));
+  EXPECT_EQ(snapshot["memprof"]["kept_steps"], (Json{1, 5, 6}));
+  ASSERT_EQ(snapshot["segments"].size(), 1u);
+  keep.all = true;
+  EXPECT_EQ(MemorySnapshotJson(capture, 0, nullptr, keep)["memprof"]["kept_steps"],
+            (Json{1, 2, 3, 4, 5, 6}));
 }
 
 TEST(PickleWriter, StartsWithProtocolTwoAndEndsWithStop) {

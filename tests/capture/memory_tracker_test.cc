@@ -1,5 +1,6 @@
 // The tracker on fake block addresses: no allocator, no tensors.
 #include "profiler/capture/memory_tracker.h"
+#include "tests/capture/lifetime_block.h"
 #include "profiler/capture/lifetime_analysis.h"
 
 #include <algorithm>
@@ -63,8 +64,8 @@ TEST_F(MemoryTrackerTest, SessionSettlesPendingBlocksAndSkipsOlderOnes) {
   tracker.RecordFree(Fake(21));
   tracker.RecordFree(Fake(20));  // older block: not in the session
   const Capture capture = tracker.EndSession();
-  ASSERT_EQ(capture.lifetimes.size(), 2u);
-  std::vector<Lifetime> lives = capture.lifetimes;
+  ASSERT_EQ(LifetimesOf(capture).size(), 2u);
+  std::vector<Lifetime> lives = LifetimesOf(capture);
   std::sort(lives.begin(), lives.end(),
             [](const Lifetime& a, const Lifetime& b) {
               return a.alloc_seq < b.alloc_seq;
@@ -74,7 +75,7 @@ TEST_F(MemoryTrackerTest, SessionSettlesPendingBlocksAndSkipsOlderOnes) {
   EXPECT_LT(lives[0].alloc_seq, lives[0].free_seq);
   EXPECT_EQ(lives[1].category, Category::kUnattributed);
   EXPECT_EQ(lives[1].free_seq, kLive);
-  EXPECT_EQ(capture.marks.size(), 2u);
+  EXPECT_EQ(Analyze(capture).segments.size(), 2u);  // the marks
   tracker.RecordFree(Fake(22));
 }
 
@@ -98,10 +99,10 @@ TEST_F(MemoryTrackerTest, ConcurrentThreadsLoseNoBlock) {
   for (std::thread& thread : threads) thread.join();
   const Capture capture = tracker.EndSession();
   EXPECT_EQ(tracker.LiveBytes(), before);
-  ASSERT_EQ(capture.lifetimes.size(), size_t{kThreads} * kBlocks);
+  ASSERT_EQ(LifetimesOf(capture).size(), size_t{kThreads} * kBlocks);
   int64_t bytes = 0;
   std::vector<int64_t> seqs;
-  for (const Lifetime& life : capture.lifetimes) {
+  for (const Lifetime& life : LifetimesOf(capture)) {
     bytes += life.bytes;
     EXPECT_NE(life.free_seq, kLive);
     EXPECT_EQ(life.category, Category::kTemporaries);
@@ -140,7 +141,7 @@ TEST_F(MemoryTrackerTest, LimitRefusesTheBlockOverItAndRecordsTheFirstRefusal) {
   tracker.SetMemoryLimit(0);
   const Capture capture = tracker.EndSession();
   EXPECT_EQ(capture.out_of_memory.seq, oom.seq);
-  const Breakdown live = LiveAt(capture, oom.seq);
+  const Breakdown live = Analyze(capture).out_of_memory_bytes;
   EXPECT_EQ(Sum(live), oom.live_bytes);
   EXPECT_EQ(live[Index(Category::kActivations)], 100);
   tracker.RecordFree(Fake(30));

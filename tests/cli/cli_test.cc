@@ -59,16 +59,17 @@ TEST_F(CliTest, ProfileWritesTheRankReportWholeAndPrintsTheTable) {
 }
 
 // snapshot-0.json replayed: the blocks live at the end, the peak and every
-// category's allocated and freed bytes are the rank report's, to the byte.
+// category's allocated and freed bytes are the rank report's, to the byte
+// (every step kept).
 TEST_F(CliTest, SnapshotPerCategorySumsMatchTheRankReport) {
-  const Result r =
-      RunMemprof(std::string("profile --config ") + kTiny + " --out " + Out());
+  const Result r = RunMemprof(std::string("profile --config ") + kTiny +
+                              " --keep-steps all --out " + Out());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   using Json = nlohmann::json;
   const Json rank = Json::parse(std::ifstream(fs::path(Out()) / "rank-0.json"));
   const Json snapshot =
       Json::parse(std::ifstream(fs::path(Out()) / "snapshot-0.json"));
-  EXPECT_EQ(snapshot["memprof"]["schema"], "memprof.snapshot/1");
+  EXPECT_EQ(snapshot["memprof"]["schema"], "memprof.snapshot/1.1");
   const int64_t peak_seq = rank["peak"]["seq"].get<int64_t>();
   std::map<std::string, int64_t> live, at_peak, allocated, freed, in_segments;
   bool unknown = false;
@@ -105,13 +106,54 @@ TEST_F(CliTest, SnapshotPerCategorySumsMatchTheRankReport) {
   EXPECT_GT(allocated["weights"], 0);
 }
 
+// Note [Kept steps]: a 12-step run keeps steps 1, the steady-state peak's
+// and 11-12 in the timeline, the steps' breakdowns and the snapshot, every
+// step's peak and time in steps[]; --keep-steps 0 keeps fewer; a bad value
+// is refused.
+TEST_F(CliTest, LongRunsKeepTheFirstAndLastStepsInDetail) {
+  const Result r = RunMemprof(std::string("profile --config ") + kTiny +
+                              " --steps 12 --out " + Out());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  using Json = nlohmann::json;
+  const Json rank = Json::parse(std::ifstream(fs::path(Out()) / "rank-0.json"));
+  const Json snapshot =
+      Json::parse(std::ifstream(fs::path(Out()) / "snapshot-0.json"));
+  const int peak_step = rank["peak"]["step"].get<int>();
+  std::set<int> expected = {1, peak_step, 11, 12};
+  std::set<int> detailed, in_timeline;
+  ASSERT_EQ(rank["steps"].size(), 12u);
+  for (const Json& step : rank["steps"]) {
+    EXPECT_GT(step["peak_bytes"].get<int64_t>(), 0);
+    if (step.contains("breakdown")) detailed.insert(step["step"].get<int>());
+  }
+  for (const Json& segment : rank["timeline"]) {
+    if (segment["step"].get<int>() >= 1) {
+      in_timeline.insert(segment["step"].get<int>());
+    }
+  }
+  EXPECT_EQ(detailed, expected);
+  EXPECT_EQ(in_timeline, expected);
+  std::set<int> kept;
+  for (const Json& s : snapshot["memprof"]["kept_steps"]) kept.insert(s.get<int>());
+  EXPECT_EQ(kept, expected);
+  EXPECT_FALSE(fs::exists(fs::path(Out()) / "capture-0.bin"))
+      << "a rank that wrote its report leaves no capture";
+  const Result bad = RunMemprof(std::string("profile --config ") + kTiny +
+                                " --keep-steps some --out " + Out());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("--keep-steps some"), std::string::npos)
+      << bad.output;
+}
+
 // --snapshot-format pickle: snapshot-0.pickle instead of .json, which
 // Python's pickle loads into the snapshot (every category's allocated
 // bytes are the rank report's); a later JSON run into the same --out
 // leaves no stale pickle behind.
 TEST_F(CliTest, SnapshotAsPickleLoadsInPythonWithTheRankReportsFigures) {
   const Result r = RunMemprof(std::string("profile --config ") + kTiny +
-                              " --snapshot-format pickle --out " + Out());
+                              " --snapshot-format pickle --keep-steps all "
+                              "--out " +
+                              Out());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_FALSE(fs::exists(fs::path(Out()) / "snapshot-0.json"));
   const fs::path pickle = fs::path(Out()) / "snapshot-0.pickle";
