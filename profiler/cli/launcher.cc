@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <map>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -14,6 +15,7 @@
 
 #include "profiler/base/errors.h"
 #include "profiler/base/rank_env.h"
+#include "profiler/cli/post_mortem.h"
 #include "profiler/report/rank_report.h"
 #include "profiler/report/report_text.h"
 #include "profiler/train/store_socket.h"
@@ -246,6 +248,7 @@ int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
   ::close(store.fd);  // rank 0 has it
   int left = world_size;
   std::string failure;
+  std::map<int, std::string> killed_by;  // ranks that died by a signal
   while (left > 0 && failure.empty()) {
     int status = 0;
     // Polled, so that a stop signal arriving at any moment is seen within
@@ -289,6 +292,7 @@ int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
     child.running = false;
     --left;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+    if (WIFSIGNALED(status)) killed_by[rank] = SignalName(WTERMSIG(status));
     failure = "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) +
               ") " +
               OutOfMemoryOf(out_dir, rank, pid).value_or(Describe(status));
@@ -299,6 +303,12 @@ int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
   }
   if (left > 0) StopAll(children);
   if (!failure.empty()) {
+    // Note [Post-mortem]: a rank killed mid-run leaves its capture; the
+    // ranks stopped here leave theirs.
+    for (int r = 0; r < world_size; ++r) {
+      killed_by.emplace(r, "stopped by the launcher");
+    }
+    RecoverKilledRanks(out_dir, killed_by, std::cerr);
     throw RunFailure(failure + "; the other ranks were stopped");
   }
   return kExitOk;

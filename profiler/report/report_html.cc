@@ -99,6 +99,7 @@ std::string Context(const ReportText& text) {
   };
   warning("incomplete", text.incomplete);
   warning("out-of-memory", text.out_of_memory);
+  warning("killed", text.killed);
   return out;
 }
 

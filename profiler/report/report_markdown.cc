@@ -58,6 +58,7 @@ std::string FormatReportMarkdown(const ReportText& text) {
           "the other ranks only.",
           text.incomplete);
   warning("Out of memory", "", text.out_of_memory);
+  warning("Killed", "", text.killed);
   for (const auto& [name, value] : text.context) {
     out << "- **" << name << "**: " << value << "\n";
   }

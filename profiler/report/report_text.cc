@@ -323,6 +323,26 @@ ReportText BuildReportText(const RunView& view) {
                               problem.reason);
   }
   for (const RankReport& rank : view.ranks) {
+    if (!rank.post_mortem) continue;
+    const PostMortemFigures& p = *rank.post_mortem;
+    std::string parts;
+    for (Category c : CategoriesOf(rank.context.config.train.dtype)) {
+      if (p.live_bytes[Index(c)] == 0) continue;
+      parts += (parts.empty() ? "" : ", ") + std::string(CategoryName(c)) +
+               " " + HumanBytes(p.live_bytes[Index(c)]);
+    }
+    text.killed.push_back(
+        RankHeader(rank) + ": killed (" + p.killed_by +
+        "), recovered from the capture: " + HumanBytes(Sum(p.live_bytes)) +
+        " live at its last recorded event (step " + std::to_string(p.step) +
+        ", " + std::string(PhaseName(p.phase)) + "; " + parts +
+        "); highest live total " + HumanBytes(rank.run_peak.total_bytes) +
+        " (step " + std::to_string(rank.run_peak.step) + ", " +
+        std::string(PhaseName(rank.run_peak.phase)) + ")" +
+        (p.torn_record_dropped ? "; a torn last record was dropped" : "") +
+        ".");
+  }
+  for (const RankReport& rank : view.ranks) {
     if (!rank.out_of_memory) continue;
     text.out_of_memory.push_back(
         RankHeader(rank) + ": " + OutOfMemoryMessage(*rank.out_of_memory) +

@@ -30,6 +30,9 @@ struct ReportText {
   // report's message and verdict); the "out-of-memory" table then leads
   // the tables, with the live bytes by category at each refusal.
   std::vector<std::string> out_of_memory;
+  // One sentence per rank killed mid-run whose report was recovered from
+  // its capture file (Note [Post-mortem]).
+  std::vector<std::string> killed;
   std::vector<ReportTable> tables;      // categories, peak, steps
   std::vector<std::string> redundancy;  // one sentence per audited category
 };

@@ -52,6 +52,7 @@ std::set<std::string> EmittedKeys() {
   report.cuda_run->out_of_memory = true;
   report.zero = ZeroFigures{};
   report.checkpointing = CheckpointingFigures{};
+  report.post_mortem = PostMortemFigures{};
   std::set<std::string> keys;
   for (const char* model : {"mlp", "gpt", "resnet"}) {
     report.context.config.model = model;
