@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""An independent replay of a memprof capture file (Note [Capture file]).
+
+Reads capture-<r>.bin record by record, written from the format's
+description alone (no memprof code), and prints as JSON the bytes live by
+category after the last committed record, the step and phase in force,
+the number of committed records and whether a torn record followed them.
+Blocks still pending at the end: activations when the last mark is a
+forward and they were allocated since it, unattributed otherwise (Note
+[Killed capture]); freed pending blocks were temporaries.
+
+    replay_capture.py CAPTURE
+"""
+import json
+import struct
+import sys
+
+CATEGORIES = ["weights", "gradients", "optimizer_state", "weight_casts",
+              "activations", "ddp_buckets", "inputs", "temporaries",
+              "unattributed"]
+PENDING = 9
+PHASES = ["idle", "model_init", "ddp_init", "inputs", "forward", "backward",
+          "optimizer", "zero_grad", "audit"]
+ALLOC, FREE, RESOLVE, PENDING_SINCE, MARK, REFUSAL, END = range(1, 8)
+M56 = (1 << 56) - 1
+M64 = (1 << 64) - 1
+
+
+def check(kind, seq, a, b):
+    fold = (seq ^ a ^ (b >> 8) ^ ((b << 8) & M64)) & M56
+    return (kind << 56) | fold
+
+
+def main(path):
+    data = open(path, "rb").read()
+    assert data[:8] == b"MPCAPT01", "not a capture"
+    live = {}  # address -> [alloc seq, bytes, category]
+    step, phase, forward_seq = 0, 0, -1
+    records, torn, ended = 0, False, False
+    offset = 4096
+    while offset < len(data):
+        raw = data[offset:offset + 32]
+        if len(raw) < 32:
+            torn = True
+            break
+        seq, a, b, chk = struct.unpack("<QQQQ", raw)
+        kind = chk >> 56
+        if not (ALLOC <= kind <= END) or chk != check(kind, seq, a, b):
+            torn = any(raw)
+            break
+        records += 1
+        offset += 32
+        category = (b >> 48) & 0xFF
+        if kind == ALLOC:
+            live[a] = [seq, b & ((1 << 48) - 1), PENDING]
+        elif kind == FREE:
+            del live[a]
+        elif kind == RESOLVE:
+            if a in live:
+                live[a][2] = category
+        elif kind == PENDING_SINCE:
+            for block in live.values():
+                if block[2] == PENDING and block[0] >= a:
+                    block[2] = b
+        elif kind == MARK:
+            phase, step = a & 0xFF, a >> 8
+            if phase == PHASES.index("forward"):
+                forward_seq = seq
+        elif kind == END:
+            ended = True
+    live_bytes = dict.fromkeys(CATEGORIES, 0)
+    for alloc_seq, size, category in live.values():
+        if category == PENDING:
+            forward = not ended and phase == PHASES.index("forward")
+            category = (CATEGORIES.index("activations")
+                        if forward and alloc_seq >= forward_seq
+                        else CATEGORIES.index("unattributed"))
+        live_bytes[CATEGORIES[category]] += size
+    json.dump({"live_bytes": live_bytes, "step": step, "phase": PHASES[phase],
+               "records": records, "torn": torn, "ended": ended},
+              sys.stdout)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
