@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "profiler/base/category.h"
+#include "profiler/base/category_palette.h"
 
 namespace memprof {
 namespace {
@@ -109,13 +111,17 @@ Json MemorySnapshotJson(const Capture& capture, int rank,
             });
 
   Json trace = Json::array();
-  trace.push_back(Json{{"action", "snapshot"},
-                       {"addr", 0},
-                       {"size", 0},
-                       {"stream", 0},
-                       {"frames", Json::array()},
-                       {"seq", capture.begin_seq},
-                       {"category", "unknown"}});
+  // One `snapshot` event per palette slot, so that the viewer numbers the
+  // categories in slot order (Note [Category colours]).
+  for (std::string_view name : PaletteNames()) {
+    trace.push_back(Json{{"action", "snapshot"},
+                         {"addr", 0},
+                         {"size", 0},
+                         {"stream", 0},
+                         {"frames", Json::array()},
+                         {"seq", capture.begin_seq},
+                         {"category", name}});
+  }
   // Merge the two seq-ordered lists; seqs are unique across both.
   size_t a = 0, f = 0;
   while (a < by_alloc.size() || f < by_free.size()) {
