@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "profiler/base/category.h"
+#include "profiler/base/category_palette.h"
 #include "profiler/base/schema_version.h"
 
 namespace memprof {
@@ -97,13 +99,17 @@ SnapshotWriter::SnapshotWriter(
   out_.Key("device_traces");
   out_.BeginArray();
   out_.BeginArray();
-  out_.Value(Json{{"action", "snapshot"},
-                  {"addr", 0},
-                  {"size", 0},
-                  {"stream", 0},
-                  {"frames", Json::array()},
-                  {"seq", begin_seq},
-                  {"category", "unknown"}});
+  // One `snapshot` event per palette slot, so that the viewer numbers the
+  // categories in slot order (Note [Category colours]).
+  for (std::string_view name : PaletteNames()) {
+    out_.Value(Json{{"action", "snapshot"},
+                    {"addr", 0},
+                    {"size", 0},
+                    {"stream", 0},
+                    {"frames", Json::array()},
+                    {"seq", begin_seq},
+                    {"category", name}});
+  }
 }
 
 void SnapshotWriter::Event(const char* action, const Lifetime& block,

@@ -11,11 +11,15 @@
 // `free_completed` + `segment_free` at its free. Every event carries `addr`
 // (the real address), `size` (bytes), `stream` 0, `frames` [] (memprof
 // records no stacks), `seq` (memprof's event counter) and `category` (the
-// block's final memprof category). The viewer colours by category; it
-// fails to load a file whose events carry categories when none is named
-// `unknown`, so the trace opens with a `snapshot` event (PyTorch's marker
-// of when a snapshot was taken; here: where the session began) of category
-// `unknown`. Blocks allocated before the session are not in the capture.
+// block's final memprof category). The viewer colours by category, slot i
+// of its palette for the i-th category named in the trace, and fails to
+// load a file whose events carry categories when none is named `unknown`;
+// so the trace opens with ten `snapshot` events (PyTorch's marker of when a
+// snapshot was taken; here: where the session began, seq begin_seq), one
+// per palette slot, naming `unknown` and every category in the order that
+// gives each the report's colour (Note [Category colours] in
+// profiler/base/category_palette.h). Blocks allocated before the session
+// are not in the capture.
 //
 // Note [Snapshot of a GPU run]
 // On a GPU `segments` are the caching allocator's own, as memprof's mirror

@@ -15,6 +15,10 @@
 namespace memprof {
 namespace {
 
+// Narrow windows: a chart in a .scroll-x box keeps 740 px of its 900
+// (svg_chart.h), which keeps its 11 px labels at 9 px or more, and scrolls
+// sideways in the box, as does a table wider than the page; figures never
+// wrap.
 constexpr const char* kStyle = R"(
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif;
   color: #1d1d1d; background: #ffffff; margin: 0; }
@@ -36,12 +40,14 @@ svg.chart .axis-title { font-size: 12px; fill: #333; }
 svg.chart .tick-label, svg.chart .bar-sublabel { fill: #444; font-size: 11px; }
 svg.chart .band-label { fill: #555; font-size: 11px; }
 .explain { color: #444; font-size: 0.92em; }
-section.report-table { overflow-x: auto; }
+.scroll-x { overflow-x: auto; }
+.scroll-x > svg.chart { min-width: 740px; }
 table { border-collapse: collapse; margin: 0.4em 0; font-size: 0.92em; }
 caption { caption-side: top; text-align: left; color: #555; padding: 2px 0 6px; }
 th, td { padding: 3px 10px; border-bottom: 1px solid #e4e4e4; text-align: left; }
 th { background: #f4f4f4; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums;
+  white-space: nowrap; }
 p.note { color: #444; font-size: 0.92em; margin: 0.3em 0; }
 )";
 
@@ -68,6 +74,13 @@ constexpr const char* kScript = R"(
 )";
 
 std::string Esc(const std::string& text) { return EscapeXml(text); }
+
+// `content` (a chart or a table) in a box of its own that scrolls sideways
+// when it is wider than the page, so that its section's heading and notes
+// stay in place.
+std::string ScrollX(const std::string& content) {
+  return "<div class=\"scroll-x\">\n" + content + "</div>\n";
+}
 
 std::string Head(const std::string& title) {
   return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
@@ -166,7 +179,7 @@ std::string RankChart(const RankReport& rank) {
                {{"data-seq", std::to_string(peak.seq)},
                 {"data-bytes", std::to_string(peak.total_bytes)}}});
   }
-  return out + RenderStackedArea(chart);
+  return out + ScrollX(RenderStackedArea(chart));
 }
 
 std::string TimelineSection(const RunView& view) {
@@ -213,7 +226,7 @@ std::string GpuChart(const RankReport& rank) {
        "#bab0ac",
        free_segments,
        {{"data-figure", "free_segments"}}}};
-  return RenderStackedArea(chart);
+  return ScrollX(RenderStackedArea(chart));
 }
 
 std::string GpuSection(const RunView& view) {
@@ -274,7 +287,7 @@ std::string PredictionSection(const RunView& view) {
          "prediction (light) next to what was measured (solid): the "
          "category's largest live bytes over a steady-state step, and for "
          "temporaries the workspace live at the peak.</p>\n" +
-         RenderGroupedBars(chart) + "</section>\n";
+         ScrollX(RenderGroupedBars(chart)) + "</section>\n";
 }
 
 std::string Cell(const char* tag, const std::string& text, bool numeric) {
@@ -290,23 +303,24 @@ bool Numeric(const ReportTable& table, size_t column) {
 
 std::string HtmlTable(const ReportTable& table) {
   std::string out = "<section class=\"report-table\" id=\"" + Esc(table.id) +
-                    "\">\n<h2>" + Esc(table.title) + "</h2>\n<table>\n";
+                    "\">\n<h2>" + Esc(table.title) + "</h2>\n";
+  std::string markup = "<table>\n";
   if (!table.caption.empty()) {
-    out += "<caption>" + Esc(table.caption) + "</caption>\n";
+    markup += "<caption>" + Esc(table.caption) + "</caption>\n";
   }
-  out += "<thead><tr>";
+  markup += "<thead><tr>";
   for (size_t i = 0; i < table.header.size(); ++i) {
-    out += Cell("th", table.header[i], Numeric(table, i));
+    markup += Cell("th", table.header[i], Numeric(table, i));
   }
-  out += "</tr></thead>\n<tbody>\n";
+  markup += "</tr></thead>\n<tbody>\n";
   for (const std::vector<std::string>& row : table.rows) {
-    out += "<tr>";
+    markup += "<tr>";
     for (size_t i = 0; i < row.size(); ++i) {
-      out += Cell("td", row[i], Numeric(table, i));
+      markup += Cell("td", row[i], Numeric(table, i));
     }
-    out += "</tr>\n";
+    markup += "</tr>\n";
   }
-  out += "</tbody>\n</table>\n";
+  out += ScrollX(markup + "</tbody>\n</table>\n");
   for (const std::string& note : table.notes) {
     out += "<p class=\"note\">" + Esc(note) + "</p>\n";
   }

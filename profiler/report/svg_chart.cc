@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "profiler/base/category_palette.h"
 #include "profiler/base/human_bytes.h"
 
 namespace memprof {
@@ -293,28 +294,7 @@ int64_t ByteStep(int64_t max, int64_t intervals) {
 }  // namespace
 
 std::string_view CategoryColor(Category c) {
-  switch (c) {
-    case Category::kWeights:
-      return "#4e79a7";
-    case Category::kGradients:
-      return "#f28e2b";
-    case Category::kOptimizerState:
-      return "#59a14f";
-    case Category::kWeightCasts:
-      return "#ff9da7";
-    case Category::kActivations:
-      return "#e15759";
-    case Category::kDdpBuckets:
-      return "#b07aa1";
-    case Category::kInputs:
-      return "#edc948";
-    case Category::kTemporaries:
-      return "#76b7b2";
-    case Category::kUnattributed:
-    case Category::kPending:
-      break;
-  }
-  return "#9d9d9d";
+  return kTableau10[PaletteSlot(c)];
 }
 
 std::string_view PhaseTint(Phase p) {

@@ -15,7 +15,9 @@
 
 namespace memprof {
 
-// One fixed colour per category ("#4e79a7"), the same in every chart.
+// One fixed colour per category ("#4e79a7"), the same in every chart and
+// in PyTorch's memory viewer (Note [Category colours] in
+// profiler/base/category_palette.h).
 std::string_view CategoryColor(Category c);
 // A light background tint for a band of the timeline in phase p.
 std::string_view PhaseTint(Phase p);

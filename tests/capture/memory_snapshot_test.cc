@@ -4,13 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
+#include "profiler/base/category_palette.h"
 #include "profiler/base/pickle_writer.h"
 #include "profiler/base/schema_version.h"
 #include "profiler/capture/lifetime_analysis.h"
+#include "profiler/report/svg_chart.h"
 #include "tests/capture/lifetime_block.h"
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
@@ -61,8 +65,6 @@ TEST(MemorySnapshot, TraceIsInSeqOrderWithEveryFieldTheViewerReads) {
   ASSERT_EQ(snapshot["device_traces"].size(), 1u);
   const Json& trace = snapshot["device_traces"][0];
   ASSERT_FALSE(trace.empty());
-  EXPECT_EQ(trace[0]["action"], "snapshot");
-  EXPECT_EQ(trace[0]["category"], "unknown");
   std::vector<std::string> actions;
   int64_t last_seq = -1;
   for (const Json& e : trace) {
@@ -76,15 +78,49 @@ TEST(MemorySnapshot, TraceIsInSeqOrderWithEveryFieldTheViewerReads) {
     actions.push_back(e["action"].get<std::string>() + "@" +
                       std::to_string(e["seq"].get<int64_t>()));
   }
-  const std::vector<std::string> expected = {
-      "snapshot@4",       "segment_alloc@4",  "alloc@4",
-      "segment_alloc@5",  "alloc@5",          "segment_alloc@6",
-      "alloc@6",          "free_requested@7", "free_completed@7",
-      "segment_free@7",   "segment_alloc@8",  "alloc@8",
-      "free_requested@9", "free_completed@9", "segment_free@9"};
-  EXPECT_EQ(actions, expected);
-  EXPECT_EQ(trace[6]["addr"], 0x3000);
-  EXPECT_EQ(trace[6]["category"], "temporaries");
+  std::vector<std::string> expected(kPaletteSlots, "snapshot@4");
+  expected.insert(
+      expected.end(),
+      {"segment_alloc@4", "alloc@4", "segment_alloc@5", "alloc@5",
+       "segment_alloc@6", "alloc@6", "free_requested@7", "free_completed@7",
+       "segment_free@7", "segment_alloc@8", "alloc@8", "free_requested@9",
+       "free_completed@9", "segment_free@9"});
+  ASSERT_EQ(actions, expected);
+  EXPECT_EQ(trace.at(kPaletteSlots + 5)["addr"], 0x3000);
+  EXPECT_EQ(trace.at(kPaletteSlots + 5)["category"], "temporaries");
+}
+
+// The memory viewer's colouring (Note [Category colours]) replayed: the
+// categories in the order they first appear in the trace, `unknown` among
+// them, the i-th drawn in the viewer's i-th colour, which must be the
+// report's colour of that category. The capture allocates temporaries and
+// activations before the weights, which must not move the colours.
+TEST(MemorySnapshot, ViewerColoursEveryCategoryAsTheReportDoes) {
+  // torch/utils/viz/MemoryViz.js: schemeTableau10.
+  const std::vector<std::string> viewer_palette = {
+      "#4e79a7", "#f28e2c", "#e15759", "#76b7b2", "#59a14f",
+      "#edc949", "#af7aa1", "#ff9da7", "#9c755f", "#bab0ab"};
+  const Capture capture =
+      WriteCapture({Block(1, 3, 30, Category::kTemporaries, 0x3000),
+                    Block(2, kLive, 50, Category::kActivations, 0x2000),
+                    Block(4, kLive, 100, Category::kWeights, 0x1000)},
+                   {{1, Phase::kIdle, 0}}, 1, 5);
+  const Json snapshot = MemorySnapshotJson(capture, 0);
+  std::vector<std::string> named;
+  for (const Json& e : snapshot["device_traces"][0]) {
+    const std::string category = e["category"];
+    if (std::find(named.begin(), named.end(), category) == named.end()) {
+      named.push_back(category);
+    }
+  }
+  ASSERT_LE(named.size(), viewer_palette.size());
+  EXPECT_NE(std::find(named.begin(), named.end(), "unknown"), named.end());
+  for (Category c : kAllCategories) {
+    const std::string name(CategoryName(c));
+    const auto at = std::find(named.begin(), named.end(), name);
+    ASSERT_TRUE(at != named.end()) << name << " is not named to the viewer";
+    EXPECT_EQ(viewer_palette[at - named.begin()], CategoryColor(c)) << name;
+  }
 }
 
 TEST(MemorySnapshot, SegmentsAreTheLiveBlocksTiledExactly) {
@@ -238,8 +274,8 @@ TEST(PickleWriter, ThePickledSnapshotLoadsAsItsJson) {
       "python3 -c 'import json, pickle, sys\n"
       "p = pickle.load(open(sys.argv[1], \"rb\"))\n"
       "j = json.load(open(sys.argv[2]))\n"
-      "sys.exit(0 if p == j and len(j[\"device_traces\"][0]) == 1 + 2 + "
-      "1500 * 5 else 1)' " +
+      "sys.exit(0 if p == j and len(j[\"device_traces\"][0]) == " +
+      std::to_string(kPaletteSlots + 2 + 1500 * 5) + " else 1)' " +
       (dir.path() / "s.pickle").string() + " " +
       (dir.path() / "s.json").string());
   EXPECT_EQ(r.exit_code, 0) << r.output;

@@ -1,16 +1,20 @@
 // report.html in a real headless Chromium: its layout (the page's script
-// measures every chart), a screenshot, the DOM with the fixture's figures,
-// and a network log showing it requested nothing (and that the log would
-// show a request, and that the page's CSP blocks one).
+// measures every chart), its layout in a 400 px and a 1600 px wide window
+// (labels legible, nothing cut off, numbers on one line), a screenshot, the
+// DOM with the fixture's figures, and a network log showing it requested
+// nothing (and that the log would show a request, and that the page's CSP
+// blocks one).
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <iostream>
 #include <set>
 #include <string>
 #include <system_error>
@@ -22,6 +26,7 @@
 #include "profiler/report/report_html.h"
 #include "profiler/report/report_text.h"
 #include "profiler/report/run_reports.h"
+#include "profiler/report/svg_chart.h"
 #include "tests/report/fixture.h"
 #include "tests/temp_dir.h"
 #include "tests/text_file.h"
@@ -33,6 +38,11 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
 const char kShotCopy[] = "/tmp/report-html-shot.png";
+
+// The smallest rendered height of a chart label (a <text> element's box,
+// CSS px) that the report accepts at any window width: an 11 px label
+// measures 13 px at the SVG's own size.
+constexpr double kMinLabelHeightPx = 9.0;
 
 // ---------------------------------------------------------------- chromium
 
@@ -163,6 +173,92 @@ std::string Join(const std::set<std::string>& items) {
   return out;
 }
 
+// ---------------------------------------------------------------- layout
+
+// The layout of the page in an iframe `width` CSS px wide: Chromium's
+// headless window is at least 500 px wide (--window-size=400 gives a
+// 500 px viewport), so the page is loaded through srcdoc into an iframe of
+// the width under test, which is the page's window (the probe reports its
+// innerWidth). The wrapper's script, not the page's, measures once the
+// frame has loaded and writes JSON into <pre id="layout">:
+//   viewport_width, page_width: the frame's innerWidth and the page's
+//     scrollWidth (wider: the whole page scrolls sideways);
+//   labels: per chart, its label count and its smallest label (text,
+//     rendered height in px);
+//   boxes: every table and chart: width, the width of the box it sits in,
+//     whether that box scrolls sideways (overflow-x auto or scroll), the px
+//     of it still hidden on the right with the scroller scrolled to its end
+//     (0: the whole box is reachable), and what else scrolls with it (the
+//     scroller's other children: a heading or note that would scroll out
+//     of view);
+//   number_cells, wrapped: how many td.num/th.num cells there are, and
+//     those whose text takes more than one line.
+constexpr const char* kLayoutProbe = R"(
+document.getElementById("page").addEventListener("load", function () {
+  var doc = this.contentDocument, win = this.contentWindow;
+  var out = {viewport_width: win.innerWidth,
+             page_width: doc.documentElement.scrollWidth,
+             labels: [], boxes: [], number_cells: 0, wrapped: []};
+  doc.querySelectorAll("svg.chart").forEach(function (chart) {
+    var texts = chart.querySelectorAll("text");
+    var smallest = null;
+    texts.forEach(function (t) {
+      var height = t.getBoundingClientRect().height;
+      if (smallest === null || height < smallest.height) {
+        smallest = {text: t.textContent, height: height};
+      }
+    });
+    out.labels.push({chart: chart.id, count: texts.length,
+                     smallest: smallest});
+  });
+  function Scroller(box) {
+    for (var p = box.parentElement; p && p !== doc.body; p = p.parentElement) {
+      var overflow = win.getComputedStyle(p).overflowX;
+      if (overflow === "auto" || overflow === "scroll") return p;
+    }
+    return null;
+  }
+  doc.querySelectorAll("table, svg.chart").forEach(function (box) {
+    var scroller = Scroller(box);
+    var container = scroller || box.parentElement;
+    var section = box.closest("section");
+    var entry = {kind: box.tagName.toLowerCase(),
+                 id: box.id || (section ? section.id : ""),
+                 width: box.getBoundingClientRect().width,
+                 container_width: container.clientWidth,
+                 scrolls: scroller !== null, hidden_right: 0, with: []};
+    if (scroller) {
+      scroller.scrollLeft = scroller.scrollWidth;
+      var inner = scroller.getBoundingClientRect().left + scroller.clientLeft +
+                  scroller.clientWidth;
+      entry.hidden_right = Math.max(0, box.getBoundingClientRect().right - inner);
+      scroller.scrollLeft = 0;
+      for (var i = 0; i < scroller.children.length; ++i) {
+        var child = scroller.children[i];
+        if (child !== box && !child.contains(box)) {
+          entry.with.push(child.tagName.toLowerCase());
+        }
+      }
+    }
+    out.boxes.push(entry);
+  });
+  doc.querySelectorAll("td.num, th.num").forEach(function (cell) {
+    ++out.number_cells;
+    var range = doc.createRange();
+    range.selectNodeContents(cell);
+    var tops = {};
+    var rects = range.getClientRects();
+    for (var i = 0; i < rects.length; ++i) tops[Math.round(rects[i].top)] = 1;
+    var lines = Object.keys(tops).length;
+    if (lines > 1) out.wrapped.push({text: cell.textContent, lines: lines});
+  });
+  var pre = document.createElement("pre");
+  pre.id = "layout";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+)";
+
 // ---------------------------------------------------------------- PNG
 
 struct PngSize {
@@ -247,6 +343,36 @@ class ReportHtmlBrowser : public TempDirTest {
     }
   }
 
+  // The page's layout at `width` CSS px (kLayoutProbe); null when the
+  // probe wrote nothing (and the test failed).
+  Json MeasureLayout(int width) {
+    const std::string wrapper =
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"></head>"
+        "<body style=\"margin: 0\">\n<iframe id=\"page\" style=\"display: "
+        "block; border: 0; width: " +
+        std::to_string(width) + "px; height: 3000px\" srcdoc=\"" +
+        EscapeXml(html_) + "\"></iframe>\n<script>" + kLayoutProbe +
+        "</script>\n</body></html>\n";
+    const fs::path page =
+        Variant("layout-" + std::to_string(width) + ".html", wrapper);
+    const BrowserRun run =
+        RunChromium(dir_, page,
+                    "--window-size=" + std::to_string(std::max(width, 500)) +
+                        ",3000 --virtual-time-budget=2000 --dump-dom");
+    EXPECT_EQ(run.exit_code, 0) << Describe(run);
+    const std::string& dom = run.stdout_text;
+    const std::string open = "<pre id=\"layout\">";
+    const size_t begin = dom.find(open);
+    const size_t end = dom.find("</pre>", begin);
+    if (begin == std::string::npos || end == std::string::npos) {
+      ADD_FAILURE() << "the layout probe wrote nothing at " << width << " px:\n"
+                    << dom.substr(0, 500);
+      return nullptr;
+    }
+    const size_t from = begin + open.size();
+    return Json::parse(Unescape(dom.substr(from, end - from)));
+  }
+
   fs::path page_;
   std::string html_;
   std::vector<RankReport> ranks_;
@@ -286,6 +412,78 @@ TEST_F(ReportHtmlBrowser, LaysOutEveryChartWithTheFixtureFigures) {
   EXPECT_NE(dom.find("<caption>Each category's largest live bytes"),
             std::string::npos);
   EXPECT_NE(dom.find("bit-identical on all 2 ranks"), std::string::npos);
+}
+
+// At 400 px (a phone) and 1600 px: every chart label at least
+// kMinLabelHeightPx tall; every table and chart either fits the box it
+// sits in, or scrolls sideways in a box of its own (nothing else scrolls
+// out of view with it) with its whole width reachable; no page-wide
+// sideways scroll; every number cell on one line. The figures are printed.
+TEST_F(ReportHtmlBrowser, NarrowAndWideWindowsKeepLabelsLegibleAndCutNothing) {
+  const size_t charts = ranks_.size() + 1;
+  for (int width : {400, 1600}) {
+    SCOPED_TRACE(std::to_string(width) + " px window");
+    const Json layout = MeasureLayout(width);
+    ASSERT_FALSE(layout.is_null());
+    EXPECT_EQ(layout.at("viewport_width").get<int>(), width);
+    EXPECT_LE(layout.at("page_width").get<int>(), width)
+        << "the whole page scrolls sideways";
+
+    const Json& labels = layout.at("labels");
+    EXPECT_EQ(labels.size(), charts);
+    for (const Json& chart : labels) {
+      const std::string id = chart.at("chart");
+      ASSERT_GT(chart.at("count").get<int>(), 0) << id;
+      const Json& smallest = chart.at("smallest");
+      const double height = smallest.at("height");
+      std::cout << "[layout " << width << " px] chart " << id
+                << ": smallest label \""
+                << smallest.at("text").get<std::string>() << "\" " << height
+                << " px tall\n";
+      EXPECT_GE(height, kMinLabelHeightPx)
+          << id << ": label \"" << smallest.at("text").get<std::string>()
+          << "\"";
+    }
+
+    const Json& boxes = layout.at("boxes");
+    EXPECT_EQ(boxes.size(), charts + 3);  // the fixture's three tables
+    for (const Json& box : boxes) {
+      const std::string name = box.at("kind").get<std::string>() + " " +
+                               box.at("id").get<std::string>();
+      const double box_width = box.at("width");
+      const int container = box.at("container_width");
+      const bool scrolls = box.at("scrolls");
+      const double hidden = box.at("hidden_right");
+      std::cout << "[layout " << width << " px] " << name << ": " << box_width
+                << " px wide in " << container << " px";
+      if (scrolls) {
+        std::cout << ", which scrolls it "
+                  << (box.at("with").empty() ? std::string("alone")
+                                             : "with " + box.at("with").dump())
+                  << ", " << hidden << " px out of reach";
+      }
+      std::cout << "\n";
+      const bool fits = box_width <= container + 0.5;
+      const bool scrolls_alone = scrolls && box.at("with").empty();
+      EXPECT_TRUE(fits || scrolls_alone)
+          << name << " (" << box_width << " px) is wider than its " << container
+          << " px box, which "
+          << (scrolls ? "scrolls it together with " + box.at("with").dump()
+                      : std::string("does not scroll"));
+      // Scroll offsets are whole px: under 1 px hidden is rounding.
+      EXPECT_LT(hidden, 1.0)
+          << name << ": " << hidden << " px stay out of reach when scrolled";
+    }
+
+    EXPECT_GT(layout.at("number_cells").get<int>(), 0);
+    std::cout << "[layout " << width << " px] " << layout.at("number_cells")
+              << " number cells, " << layout.at("wrapped").size()
+              << " on more than one line\n";
+    for (const Json& cell : layout.at("wrapped")) {
+      ADD_FAILURE() << "number cell \"" << cell.at("text").get<std::string>()
+                    << "\" takes " << cell.at("lines") << " lines";
+    }
+  }
 }
 
 TEST_F(ReportHtmlBrowser, ScreenshotIsAFullPngWithMoreThanABlankPage) {

@@ -67,11 +67,11 @@ TEST(ReportHtml, ShowsTextTablesWarningsAndRedundancy) {
   EXPECT_NE(html.find("<p>rank 1: missing (rank-1.json)</p>", warning),
             std::string::npos);
   EXPECT_NE(html.find("<p>rank 2: not JSON</p>", warning), std::string::npos);
+  // The table alone scrolls sideways; its heading and note stay put.
   EXPECT_NE(html.find("<section class=\"report-table\" id=\"categories\">"
-                      "\n<h2>Memory by category</h2>"),
-            std::string::npos);
-  EXPECT_NE(html.find("<caption>Largest live bytes over a steady-state "
-                      "step.</caption>"),
+                      "\n<h2>Memory by category</h2>\n<div class=\"scroll-x\">"
+                      "\n<table>\n<caption>Largest live bytes over a "
+                      "steady-state step.</caption>"),
             std::string::npos);
   EXPECT_NE(html.find("<tr><td>weights</td><td class=\"num\">1.00 MiB</td>"
                       "<td class=\"num\">1.00 MiB</td></tr>"),
@@ -80,7 +80,8 @@ TEST(ReportHtml, ShowsTextTablesWarningsAndRedundancy) {
   EXPECT_EQ(Count(html, "<script>"), 1u);  // the page's own, not the cell's
   EXPECT_NE(html.find("<td>&lt;script&gt;alert(1)&lt;/script&gt;</td>"),
             std::string::npos);
-  EXPECT_NE(html.find("<p class=\"note\">Figures are per rank.</p>"),
+  EXPECT_NE(html.find("</table>\n</div>\n<p class=\"note\">Figures are per "
+                      "rank.</p>"),
             std::string::npos);
   EXPECT_NE(html.find("<li>weights: identical on every rank, 1 copy would "
                       "do.</li>"),
@@ -113,6 +114,17 @@ TEST(ReportHtml, ChartsCarryEveryRanksFigures) {
     EXPECT_FALSE(expected.empty());
   }
   EXPECT_EQ(WithClass(tags, "chart").size(), ranks.size() + 1);
+  // Each chart in a sideways-scrolling box of its own.
+  for (const Element& chart : WithClass(tags, "chart")) {
+    const size_t at =
+        html.find("<svg class=\"chart\" id=\"" + chart.Get("id") + "\"");
+    ASSERT_NE(at, std::string::npos) << chart.Get("id");
+    const std::string box = "<div class=\"scroll-x\">\n";
+    EXPECT_EQ(html.compare(at - box.size(), box.size(), box), 0)
+        << chart.Get("id");
+    EXPECT_EQ(html.compare(html.find("</svg>\n", at) + 7, 7, "</div>\n"), 0)
+        << chart.Get("id");
+  }
 }
 
 TEST(ReportHtml, RankWithoutSeriesGetsANoteInsteadOfAChart) {
