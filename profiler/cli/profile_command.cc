@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +21,7 @@
 #include "profiler/base/atomic_file.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
+#include "profiler/base/json_reader.h"
 #include "profiler/base/rank_env.h"
 #include "profiler/capture/capture_file.h"
 #include "profiler/cli/launcher.h"
@@ -117,12 +120,17 @@ std::vector<RankReport> RunThisRank(const RunConfig& config,
                                     const CaptureOutputs& outputs) {
   const RankRun run = RunRank(config, group, memory_limit_bytes, backend.device,
                               /*cuda_hook=*/!no_hook, outputs);
+  const auto written_from = std::chrono::steady_clock::now();
   if (!run.hooked && !no_hook) {
     throw RunFailure("the allocator hook is not installed");  // a bug
   }
   RankReport report = ReportOf(run);
-  const std::string rank_json = ToJson(report).dump(2) + "\n";
-  Write(RankReportPath(out_dir, group.rank()), rank_json);
+  const std::string rank_path = RankReportPath(out_dir, group.rank());
+  try {
+    WriteRankReport(report, rank_path);
+  } catch (const std::runtime_error& e) {
+    throw RunFailure(e.what());
+  }
   // The report is written: the capture is needed only for a post-mortem
   // (Note [Post-mortem]).
   fs::remove(CapturePath(out_dir, group.rank()));
@@ -131,8 +139,10 @@ std::vector<RankReport> RunThisRank(const RunConfig& config,
   }
   // Rank 0 gets every report through the group, so the summary needs no
   // shared filesystem; it parses each of the others once, with the one
-  // reader, and keeps its own.
-  const std::vector<std::string> all = group.AllGather(rank_json);
+  // reader, and keeps its own (a job of one gathers nothing).
+  const std::vector<std::string> all =
+      group.size() == 1 ? std::vector<std::string>{}
+                        : group.AllGather(ReadTextFile(rank_path, ""));
   if (group.rank() != 0) return {};
   std::vector<RankReport> ranks;
   ranks.push_back(std::move(report));
@@ -152,6 +162,19 @@ std::vector<RankReport> RunThisRank(const RunConfig& config,
     return ranks;
   }
   RenderAll(ranks, out_dir);
+  // What the outputs cost against the training they describe (rank 0):
+  // reading the capture is linear in its records, writing in the bytes.
+  double trained = 0;
+  for (const StepReport& step : ranks.front().steps) trained += step.seconds;
+  const double written = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - written_from)
+                             .count();
+  std::printf(
+      "outputs: %.2f s reading the capture (%lld records) and writing the "
+      "snapshot, %.2f s writing the reports (training: %.2f s over %zu "
+      "steps)\n",
+      run.analysis_seconds, static_cast<long long>(run.analysis.records),
+      written, trained, ranks.front().steps.size());
   return ranks;
 }
 

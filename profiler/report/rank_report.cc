@@ -4,6 +4,7 @@
 
 #include "profiler/base/errors.h"
 #include "profiler/base/schema_version.h"
+#include "profiler/base/document_writer.h"
 #include "profiler/report/breakdown_json.h"
 
 namespace memprof {
@@ -223,7 +224,49 @@ Json ContextJson(const ReportContext& c) {
 }
 
 
-Json ToJson(const RankReport& r) {
+namespace {
+
+// Each step's entry, its breakdowns when it was kept, in order.
+template <typename Emit>
+void ForEachStepJson(const RankReport& r, Emit emit) {
+  auto detail = r.step_details.begin();
+  for (const StepReport& s : r.steps) {
+    const bool kept = detail != r.step_details.end() && detail->step == s.step;
+    emit(StepJson(s, kept ? &*detail++ : nullptr));
+  }
+}
+
+}  // namespace
+
+Json ToJson(const RankReport& r) { return ToJson(r, /*with_steps=*/true); }
+
+Json KeptStepsJson(const RankReport& r) {
+  Json steps = Json::array();
+  ForEachStepJson(r, [&steps](Json step) {
+    if (step.contains("breakdown")) steps.push_back(std::move(step));
+  });
+  return steps;
+}
+
+void WriteRankReport(const RankReport& r, const std::string& path) {
+  const Json doc = ToJson(r, /*with_steps=*/false);
+  DocumentWriter out(path, DocumentFormat::kJson);
+  out.BeginObject();
+  for (const auto& [key, value] : doc.items()) {
+    out.Key(key);
+    if (key != "steps") {
+      out.Value(value);
+      continue;
+    }
+    out.BeginArray();
+    ForEachStepJson(r, [&out](const Json& step) { out.Value(step); });
+    out.EndArray();
+  }
+  out.EndObject();
+  out.Commit();
+}
+
+Json ToJson(const RankReport& r, bool with_steps) {
   Json peak = PeakJson(r.peak, "steady_state");
   peak["first_step"] = r.steady_first_step;
   peak["predicted"] =
@@ -232,10 +275,8 @@ Json ToJson(const RankReport& r) {
            {"what", r.predicted_peak.what},
            {"breakdown", BreakdownJson(r.predicted_peak.breakdown)}};
   Json steps = Json::array();
-  auto detail = r.step_details.begin();
-  for (const StepReport& s : r.steps) {
-    const bool kept = detail != r.step_details.end() && detail->step == s.step;
-    steps.push_back(StepJson(s, kept ? &*detail++ : nullptr));
+  if (with_steps) {
+    ForEachStepJson(r, [&steps](Json step) { steps.push_back(std::move(step)); });
   }
   Json timeline = Json::array();
   for (const TimelineSegment& seg : r.timeline) {

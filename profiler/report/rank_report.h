@@ -236,6 +236,16 @@ struct RankReport {
 };
 
 nlohmann::ordered_json ToJson(const RankReport& report);
+// `with_steps` false: `steps` is an empty array (what a summary or a
+// streaming writer fills in itself).
+nlohmann::ordered_json ToJson(const RankReport& report, bool with_steps);
+// The entries of the kept steps (Note [Kept steps]), as ToJson writes them.
+nlohmann::ordered_json KeptStepsJson(const RankReport& report);
+// ToJson(report) written to `path` as it is made, each step's entry on its
+// own, never the whole tree at once (Note [Streaming analysis]); the
+// content goes to a temporary name first (DocumentWriter). Throws
+// std::runtime_error naming the path.
+void WriteRankReport(const RankReport& report, const std::string& path);
 // The context block alone (a capture file's header carries it).
 nlohmann::ordered_json ContextJson(const ReportContext& context);
 // Reads a context block as RankReportFromJson does; throws InputError

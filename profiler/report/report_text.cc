@@ -226,8 +226,21 @@ ReportTable StepsTable(const RunView& view) {
   for (const RankReport& rank : view.ranks) {
     steps = std::min(steps, rank.steps.size());
   }
+  // A long run lists its kept steps (Note [Kept steps]); the rest are
+  // summed up in a note.
+  std::set<int> kept;
+  for (const StepDetail& detail : first.step_details) kept.insert(detail.step);
+  const bool all = kept.size() >= steps;
+  int64_t lowest = INT64_MAX, highest = 0;
+  size_t left_out = 0;
   for (size_t s = 0; s < steps; ++s) {
     const StepReport& step = first.steps[s];
+    if (!all && kept.count(step.step) == 0) {
+      lowest = std::min(lowest, step.peak_bytes);
+      highest = std::max(highest, step.peak_bytes);
+      ++left_out;
+      continue;
+    }
     std::vector<std::string> row = {std::to_string(step.step),
                                     step.steady_state ? "steady" : "warm-up"};
     for (const RankReport& rank : view.ranks) {
@@ -239,6 +252,14 @@ ReportTable StepsTable(const RunView& view) {
       row.push_back(ms);
     }
     table.rows.push_back(row);
+  }
+  if (left_out > 0) {
+    table.notes.push_back(
+        RankHeader(first) + ": " + std::to_string(left_out) +
+        " steps not listed (profile --keep-steps keeps the first, the "
+        "steady-state peak's and the last in detail); their peaks ranged " +
+        HumanBytes(lowest) + " to " + HumanBytes(highest) +
+        ". rank-<r>.json lists every step.");
   }
   const int64_t step1 = first.steps.front().peak_bytes;
   const int64_t steady = first.peak.total_bytes;

@@ -208,7 +208,7 @@ std::string CheckpointingSentence(const std::vector<RankReport>& ranks) {
 Json SummaryJson(const std::vector<RankReport>& ranks) {
   Json per_rank = Json::array();
   for (const RankReport& rank : ranks) {
-    const Json full = ToJson(rank);
+    const Json full = ToJson(rank, /*with_steps=*/false);
     per_rank.push_back(Json{
         {"rank", rank.context.rank},
         {"hostname", rank.context.hostname},
@@ -217,7 +217,7 @@ Json SummaryJson(const std::vector<RankReport>& ranks) {
         {"peak", full["peak"]},
         {"peak_error", ErrorJson(ErrorOf(rank.peak.total_bytes,
                                          rank.predicted_peak.total_bytes))},
-        {"steps", full["steps"]},
+        {"steps", KeptStepsJson(rank)},
         {"redundancy", full["redundancy"]}});
   }
   const ReportContext& first = ranks.front().context;

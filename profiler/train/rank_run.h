@@ -42,6 +42,8 @@ struct RankRun {
   int64_t micro_batch = 0;
   Capture capture;  // what Analysis was computed from
   Analysis analysis;
+  // Reading the capture and writing the snapshot (bench/long_run.sh).
+  double analysis_seconds = 0;
   Prediction prediction;     // for this rank's config and micro-batch
   int64_t buffer_bytes = 0;  // module buffers, a sub-figure of weights
   std::vector<StepRecord> step_records;  // steps 1..K

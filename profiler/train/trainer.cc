@@ -310,6 +310,7 @@ class RankTrainer final : public RecomputeObserver {
     }
     run_.capture = tracker_.EndSession();
     tracker_.SetMemoryLimit(0);
+    const auto analysis_start = std::chrono::steady_clock::now();
     std::vector<CaptureSink*> sinks;
     CudaReplaySink replay;
     if (cuda_ == nullptr) sinks.push_back(&replay);
@@ -330,6 +331,10 @@ class RankTrainer final : public RecomputeObserver {
                             AnalysisOptions{last_one_time_step_, outputs.keep},
                             sinks);
     if (snapshot) snapshot->Finish(run_.analysis.end_seq);
+    run_.analysis_seconds = std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() -
+                                analysis_start)
+                                .count();
     if (cuda_ == nullptr) run_.cuda_replay = replay.Result();
     run_.out_of_memory_bytes = run_.analysis.out_of_memory_bytes;
     run_.buffer_bytes = run_.analysis.buffer_bytes;
