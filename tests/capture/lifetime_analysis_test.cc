@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
+#include <vector>
 
 #include "tests/capture/lifetime_block.h"
 
@@ -137,6 +139,65 @@ TEST(Analyze, LongSeriesIsThinnedKeepingItsPeakAndEnds) {
   }
   EXPECT_EQ(largest, a.steady_peak.total_bytes);
   EXPECT_EQ(a.steady_peak.total_bytes, 1000 + 10007);
+}
+
+}  // namespace
+}  // namespace memprof
+
+namespace memprof {
+namespace {
+
+// Six steps whose temporaries grow, peak in step 4, then shrink.
+Capture SixSteps() {
+  std::vector<Lifetime> blocks = {Block(0, kLive, 64, Category::kWeights)};
+  std::vector<PhaseMark> marks = {{0, Phase::kIdle, 0}};
+  const int64_t sizes[] = {100, 200, 300, 900, 500, 400};
+  for (int32_t step = 1; step <= 6; ++step) {
+    const int64_t seq = 1 + 2 * (step - 1);
+    marks.push_back({seq, Phase::kForward, step});
+    blocks.push_back(Block(seq, seq + 1, sizes[step - 1], Category::kTemporaries));
+  }
+  marks.push_back({13, Phase::kIdle, 0});
+  return WriteCapture(blocks, marks, 0, 13);
+}
+
+// Note [Kept steps]: every step's peak, the detail of steps 1, the
+// steady-state peak's (4) and the last two only.
+TEST(Analyze, KeepsTheDetailOfTheKeptStepsAndEveryStepsPeak) {
+  const Analysis a = Analyze(SixSteps());
+  ASSERT_EQ(a.step_peaks.size(), 6u);
+  EXPECT_EQ(a.step_peaks[1].total_bytes, 64 + 200);
+  EXPECT_EQ(a.step_peaks[3].total_bytes, 64 + 900);
+  std::vector<int32_t> kept;
+  for (const StepFigures& s : a.steps) kept.push_back(s.step);
+  EXPECT_EQ(kept, (std::vector<int32_t>{1, 4, 5, 6}));
+  std::set<int32_t> in_segments;
+  for (const Segment& s : a.segments) in_segments.insert(s.step);
+  EXPECT_EQ(in_segments, (std::set<int32_t>{0, 1, 4, 5, 6}));
+  EXPECT_EQ(a.steady_peak.step, 4);
+  EXPECT_EQ(a.steady_max[kT], 900) << "maxima cover the steps not kept";
+  AnalysisOptions all;
+  all.keep.all = true;
+  EXPECT_EQ(Analyze(SixSteps(), all).steps.size(), 6u);
+}
+
+// Note [Killed capture]: without its end record the capture ends after
+// its last record; what was pending in the forward then is activations.
+TEST(Analyze, AKilledCaptureEndsAtItsLastRecord) {
+  const Capture capture = WriteCapture(
+      {Block(0, kLive, 100, Category::kWeights),
+       Block(2, kLive, 40, Category::kUnattributed),
+       Block(3, 4, 8, Category::kTemporaries)},
+      {{0, Phase::kIdle, 0}, {1, Phase::kForward, 1}}, 0, 5, "",
+      /*ended=*/false);
+  const Analysis a = Analyze(capture);
+  EXPECT_TRUE(a.killed);
+  EXPECT_EQ(a.end_seq, 5);
+  EXPECT_EQ(a.last_mark.phase, Phase::kForward);
+  EXPECT_EQ(a.stats[kA].current, 40);
+  EXPECT_EQ(a.stats[kW].current, 100);
+  EXPECT_EQ(a.run_peak.total_bytes, 148);
+  EXPECT_FALSE(Analyze(TwoSteps()).killed);
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // The tracker on fake block addresses: no allocator, no tensors.
 #include "profiler/capture/memory_tracker.h"
+#include "profiler/base/errors.h"
 #include "tests/capture/lifetime_block.h"
+#include "tests/temp_dir.h"
+#include "tests/text_file.h"
 #include "profiler/capture/lifetime_analysis.h"
 
 #include <algorithm>
@@ -148,6 +151,69 @@ TEST_F(MemoryTrackerTest, LimitRefusesTheBlockOverItAndRecordsTheFirstRefusal) {
   tracker.BeginSession();
   EXPECT_EQ(tracker.out_of_memory().seq, -1) << "a new session starts clean";
   tracker.EndSession();
+}
+
+}  // namespace
+}  // namespace memprof
+
+namespace memprof {
+namespace {
+
+// Note [Capture file]: every committed event is in the file while the
+// session runs (what a rank killed now would leave), and a second reader
+// of the same file sees the session as killed mid-run (Note [Killed
+// capture]): pending blocks of the forward in force are activations.
+TEST_F(MemoryTrackerTest, TheFileHoldsEveryEventWhileTheSessionRuns) {
+  const TempDir dir;
+  const std::string path = CapturePath(dir.path().string(), 5);
+  tracker.BeginSession(path, "{\"context\": {}}");
+  tracker.RecordAlloc(Fake(40), 1000);
+  ASSERT_EQ(tracker.Resolve(Fake(40), Category::kWeights),
+            ResolveResult::kResolved);
+  tracker.SetPhase(Phase::kForward, 1);
+  tracker.RecordAlloc(Fake(41), 64);
+  tracker.RecordAlloc(Fake(42), 32);
+  tracker.RecordFree(Fake(42));
+  {
+    CaptureReader reader(path);
+    EXPECT_EQ(reader.header().meta_json, "{\"context\": {}}");
+    Record r;
+    RecordKind kind;
+    std::vector<RecordKind> kinds;
+    while (reader.Next(r, kind)) kinds.push_back(kind);
+    EXPECT_FALSE(reader.torn());
+    EXPECT_EQ(kinds, (std::vector<RecordKind>{
+                         RecordKind::kMark, RecordKind::kAlloc,
+                         RecordKind::kResolve, RecordKind::kMark,
+                         RecordKind::kAlloc, RecordKind::kAlloc,
+                         RecordKind::kFree}));
+    const Analysis killed = Analyze(CaptureFromFile(path));
+    EXPECT_TRUE(killed.killed);
+    EXPECT_EQ(killed.last_mark.phase, Phase::kForward);
+    EXPECT_EQ(killed.stats[Index(Category::kWeights)].current, 1000);
+    EXPECT_EQ(killed.stats[Index(Category::kActivations)].current, 64);
+    EXPECT_EQ(killed.stats[Index(Category::kTemporaries)].freed, 32);
+  }
+  const Analysis ended = Analyze(tracker.EndSession());
+  EXPECT_FALSE(ended.killed);
+  EXPECT_EQ(ended.stats[Index(Category::kUnattributed)].current, 64)
+      << "a block still pending at a clean end is unattributed";
+  tracker.RecordFree(Fake(40));
+  tracker.RecordFree(Fake(41));
+}
+
+TEST(CaptureReader, RefusesAFileThatIsNotACapture) {
+  const TempDir dir;
+  const std::string path = (dir.path() / "capture-0.bin").string();
+  WriteFile(path, "{\"schema\": \"memprof.rank/1.7\"}");
+  try {
+    CaptureReader reader(path);
+    FAIL() << "read a JSON file as a capture";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ": not a memprof capture"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
