@@ -39,7 +39,8 @@ DocumentWriter::~DocumentWriter() {
 void DocumentWriter::Flush() {
   size_t done = 0;
   while (done < buffer_.size()) {
-    const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+    const ssize_t n =
+        ::write(fd_, buffer_.data() + done, buffer_.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       throw std::runtime_error("cannot write '" + path_ +

@@ -59,8 +59,8 @@ void CaptureWriter::Open(const std::string& path, int64_t begin_seq,
 
 void CaptureWriter::NextWindow() {
   if (window_ != nullptr) ::munmap(window_, kWindowBytes);
-  const off_t offset = static_cast<off_t>(kCaptureHeaderBytes +
-                                          windows_ * kWindowBytes);
+  const off_t offset =
+      static_cast<off_t>(kCaptureHeaderBytes + windows_ * kWindowBytes);
   if (::ftruncate(fd_, offset + static_cast<off_t>(kWindowBytes)) != 0) {
     Fail("cannot grow", path_);
   }
@@ -76,9 +76,9 @@ int CaptureWriter::Finish() {
   if (fd_ < 0) return -1;
   int64_t records = 0;
   if (window_ != nullptr) {
-    records = (windows_ - 1) * static_cast<int64_t>(kWindowBytes /
-                                                    sizeof(Record)) +
-              (cursor_ - window_);
+    records =
+        (windows_ - 1) * static_cast<int64_t>(kWindowBytes / sizeof(Record)) +
+        (cursor_ - window_);
     ::munmap(window_, kWindowBytes);
   }
   const off_t size =

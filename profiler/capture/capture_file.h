@@ -8,14 +8,14 @@
 // followed by 32-byte records {seq, a, b, check}, appended under the
 // tracker's lock, so in seq order. `check` holds the record's kind in its
 // top byte and the payload (seq, a, b) folded into 56 bits below; it is
-// written last, with a release store, so a record whose check does not match its
-// payload (the zeros past the end, or a record the process was killed
-// while writing) is torn: the reader stops there and drops it, never reads
-// it. The writer maps the file one 1 MiB window at a time (ftruncate
-// grows the file with zeros, a full window is unmapped before the next is
-// mapped), so the process holds one window, not the run: the rest lives in
-// the page cache, which outlives a process killed by SIGKILL or the OOM
-// killer: every record committed before the kill is in the file.
+// written last, with a release store, so a record whose check does not match
+// its payload (the zeros past the end, or a record the process was killed while
+// writing) is torn: the reader stops there and drops it, never reads it. The
+// writer maps the file one 1 MiB window at a time (ftruncate grows the file
+// with zeros, a full window is unmapped before the next is mapped), so the
+// process holds one window, not the run: the rest lives in the page cache,
+// which outlives a process killed by SIGKILL or the OOM killer: every record
+// committed before the kill is in the file.
 //
 // Records (a and b by kind):
 //   alloc      seq of the event   block address   bytes (pending)
@@ -63,8 +63,7 @@ inline constexpr size_t kCaptureHeaderBytes = 4096;
 inline uint64_t RecordCheck(RecordKind kind, int64_t seq, uint64_t a,
                             uint64_t b) {
   const uint64_t fold = static_cast<uint64_t>(seq) ^ a ^ (b >> 8) ^ (b << 8);
-  return static_cast<uint64_t>(kind) << 56 |
-         (fold & ((uint64_t{1} << 56) - 1));
+  return static_cast<uint64_t>(kind) << 56 | (fold & ((uint64_t{1} << 56) - 1));
 }
 
 // A record's kind, or 0 when it is torn (Note [Capture file]).

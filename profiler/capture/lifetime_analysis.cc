@@ -32,8 +32,7 @@ uint64_t Retagged(uint64_t tag, Category c) {
 }
 PhaseMark MarkOf(const Record& r) {
   return PhaseMark{r.seq, static_cast<Phase>(r.a & 0xff),
-                   static_cast<int32_t>(r.a >> 8),
-                   static_cast<int64_t>(r.b)};
+                   static_cast<int32_t>(r.a >> 8), static_cast<int64_t>(r.b)};
 }
 
 // Note [Streaming analysis]: one byte per seq, category + 1 at a block's
@@ -74,8 +73,7 @@ class CategoryColumn {
   std::optional<Category> Get(int64_t seq) {
     if (seq < base_ || seq >= base_ + size_) {
       base_ = seq;
-      const ssize_t n =
-          ::pread(fd_, buffer_.data(), kWindow, seq - begin_);
+      const ssize_t n = ::pread(fd_, buffer_.data(), kWindow, seq - begin_);
       size_ = n > 0 ? n : 0;
       if (seq >= base_ + size_) return std::nullopt;
     }
@@ -221,12 +219,9 @@ Outline FirstPass(CaptureReader& reader, const std::string& name,
       case RecordKind::kRefusal:
         if (out.out_of_memory.seq < 0) {
           out.out_of_memory = OutOfMemory{
-              r.seq,
-              static_cast<int64_t>(r.a & ~(uint64_t{1} << 63)),
-              total,
-              static_cast<int64_t>(r.b),
-              mark.phase,
-              mark.step,
+              r.seq,           static_cast<int64_t>(r.a & ~(uint64_t{1} << 63)),
+              total,           static_cast<int64_t>(r.b),
+              mark.phase,      mark.step,
               (r.a >> 63) != 0};
         }
         last_seq = r.seq;
@@ -486,8 +481,7 @@ Analysis Analyze(const Capture& capture, const AnalysisOptions& options,
   out.out_of_memory = outline.out_of_memory;
   const int32_t steady_from = 1 + std::max(options.one_time_through_step,
                                            outline.last_bucket_free_step);
-  out.steady_first_step =
-      std::max(1, std::min(steady_from, outline.last_step));
+  out.steady_first_step = std::max(1, std::min(steady_from, outline.last_step));
   // The steady-state peak's step, from the category-free totals (the first
   // highest, as Raise keeps it).
   int64_t best = -1;

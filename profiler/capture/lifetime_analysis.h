@@ -48,8 +48,8 @@
 #pragma once
 
 #include <array>
-#include <string>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "profiler/base/keep_steps.h"

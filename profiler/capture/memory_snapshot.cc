@@ -89,8 +89,8 @@ void GpuSegments(DocumentWriter& out, const std::vector<CudaSegmentView>& views,
 }  // namespace
 
 SnapshotWriter::SnapshotWriter(
-    const std::string& path, DocumentFormat format, int rank,
-    int64_t begin_seq, const std::vector<CudaSegmentView>* cuda_segments)
+    const std::string& path, DocumentFormat format, int rank, int64_t begin_seq,
+    const std::vector<CudaSegmentView>* cuda_segments)
     : out_(path, format),
       rank_(rank),
       begin_seq_(begin_seq),

@@ -155,10 +155,10 @@ void MemoryTracker::RecordRefusal(int64_t bytes, int64_t limit_bytes,
 void MemoryTracker::RefuseLocked(int64_t bytes, int64_t limit_bytes,
                                  bool by_system) {
   const int64_t seq = seq_++;
-  capture_.Append(RecordKind::kRefusal, seq,
-                  static_cast<uint64_t>(bytes) |
-                      static_cast<uint64_t>(by_system) << 63,
-                  static_cast<uint64_t>(limit_bytes));
+  capture_.Append(
+      RecordKind::kRefusal, seq,
+      static_cast<uint64_t>(bytes) | static_cast<uint64_t>(by_system) << 63,
+      static_cast<uint64_t>(limit_bytes));
   if (out_of_memory_.seq >= 0) return;  // the first refusal is the failure
   const PhaseMark& now = mark_;
   out_of_memory_ =

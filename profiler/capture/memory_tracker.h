@@ -34,8 +34,8 @@
 // comparison for the memory limit (refuse_above_ is the limit during a
 // session and the largest int64 otherwise) and one for "is this block the
 // session's" (log_from_seq_ is the session's first seq, kLive outside
-// one). `seq` and the file's cursor are plain fields under the lock: a pair costs
-// two atomic operations in all, where a sharded table would need an
+// one). `seq` and the file's cursor are plain fields under the lock: a pair
+// costs two atomic operations in all, where a sharded table would need an
 // atomic `seq` on top. Phase and step are not stored per block (they
 // follow from seq and the marks), nor is a backend handle (the CPU hook
 // keeps its deleter outside the table). Instructions per pair are counted
@@ -54,8 +54,8 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <string>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "profiler/base/category.h"
@@ -226,7 +226,7 @@ class MemoryTracker {
   static void Retag(Slot& slot, Category to, uint8_t add_flags = 0);
   int64_t ResolvePendingSinceLocked(int64_t seq, Category category);
   void RefuseLocked(int64_t bytes, int64_t limit_bytes, bool by_system);
-  void ArmLimitLocked();  // refuse_above_ from limit_bytes_ and logging_
+  void ArmLimitLocked();    // refuse_above_ from limit_bytes_ and logging_
   void AppendMarkLocked();  // mark_ to the capture file
 
   std::chrono::steady_clock::time_point begin_time_;  // loop thread only
@@ -262,8 +262,7 @@ class MemoryTracker {
   Slot& slot = slots_[Home(ptr, mask_)];
   const bool logged = seq_ >= log_from_seq_;
   if (slot.ptr != nullptr || 2 * used_ >= mask_ ||
-      session_current_ + bytes > refuse_above_ ||
-      (logged && capture_.full())) {
+      session_current_ + bytes > refuse_above_ || (logged && capture_.full())) {
     return RecordAllocSlow(ptr, bytes, true);
   }
   const Tagged tagged = static_cast<Tagged>(bytes) | kPendingTag;

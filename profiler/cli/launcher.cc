@@ -6,10 +6,10 @@
 
 #include <chrono>
 #include <csignal>
-#include <map>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <thread>
 

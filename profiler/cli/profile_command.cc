@@ -256,7 +256,8 @@ void ClaimOutputDirectory(const std::string& dir) {
   }
   // Kept open, so locked, until the process ends.
   static const std::regex kRankFile(
-      "rank-[0-9]+\\.json|snapshot-[0-9]+\\.(json|pickle)|capture-[0-9]+\\.bin");
+      "rank-[0-9]+\\.json|snapshot-[0-9]+\\.(json|pickle)|capture-[0-9]+\\."
+      "bin");
   for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (std::regex_match(name, kRankFile) || name == "summary.json" ||

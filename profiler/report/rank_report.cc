@@ -2,9 +2,9 @@
 
 #include <filesystem>
 
+#include "profiler/base/document_writer.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/schema_version.h"
-#include "profiler/base/document_writer.h"
 #include "profiler/report/breakdown_json.h"
 
 namespace memprof {
@@ -65,16 +65,16 @@ Json PostMortemJson(const std::optional<PostMortemFigures>& p) {
 
 Json StepJson(const StepReport& s, const StepDetail* detail) {
   Json step{{"step", s.step},
-              {"steady_state", s.steady_state},
-              {"completed", s.completed},
-              {"seconds", s.seconds},
-              {"comm_seconds", s.comm_seconds},
-              {"exchange_seconds", s.exchange_seconds},
-              {"recompute_seconds", s.recompute_seconds},
-              {"loss", s.loss},
-              {"peak_bytes", s.peak_bytes},
-              {"peak_phase", PhaseName(s.peak_phase)},
-              {"peak_seq", s.peak_seq}};
+            {"steady_state", s.steady_state},
+            {"completed", s.completed},
+            {"seconds", s.seconds},
+            {"comm_seconds", s.comm_seconds},
+            {"exchange_seconds", s.exchange_seconds},
+            {"recompute_seconds", s.recompute_seconds},
+            {"loss", s.loss},
+            {"peak_bytes", s.peak_bytes},
+            {"peak_phase", PhaseName(s.peak_phase)},
+            {"peak_seq", s.peak_seq}};
   if (detail != nullptr) {
     step["breakdown"] = BreakdownJson(detail->breakdown);
     step["max_bytes"] = BreakdownJson(detail->max_bytes);
@@ -223,7 +223,6 @@ Json ContextJson(const ReportContext& c) {
               {"config", ToJson(c.config)}};
 }
 
-
 namespace {
 
 // Each step's entry, its breakdowns when it was kept, in order.
@@ -276,7 +275,8 @@ Json ToJson(const RankReport& r, bool with_steps) {
            {"breakdown", BreakdownJson(r.predicted_peak.breakdown)}};
   Json steps = Json::array();
   if (with_steps) {
-    ForEachStepJson(r, [&steps](Json step) { steps.push_back(std::move(step)); });
+    ForEachStepJson(r,
+                    [&steps](Json step) { steps.push_back(std::move(step)); });
   }
   Json timeline = Json::array();
   for (const TimelineSegment& seg : r.timeline) {

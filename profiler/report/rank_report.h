@@ -209,8 +209,8 @@ struct RankReport {
   PeakFigures peak;           // steady state
   int steady_first_step = 0;  // the steady state's first step
   PredictedPeak predicted_peak;
-  PeakFigures run_peak;  // whole run, set-up and step 1 included
-  std::vector<StepReport> steps;          // every step
+  PeakFigures run_peak;           // whole run, set-up and step 1 included
+  std::vector<StepReport> steps;  // every step
   std::vector<StepDetail> step_details;  // the kept steps, in order
   DdpFigures ddp;
   std::vector<RedundancyFigures> redundancy;  // weights, optimizer_state

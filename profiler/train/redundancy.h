@@ -16,7 +16,6 @@ namespace memprof {
 
 class ProcessGroup;
 
-
 // XXH3-64 over the bytes of each tensor, in order.
 uint64_t HashTensors(const std::vector<torch::Tensor>& tensors);
 int64_t TensorBytes(const std::vector<torch::Tensor>& tensors);

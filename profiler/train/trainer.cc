@@ -317,24 +317,23 @@ class RankTrainer final : public RecomputeObserver {
     std::optional<SnapshotWriter> snapshot;
     if (!outputs.out_dir.empty()) {
       const bool pickle = outputs.snapshot_format == DocumentFormat::kPickle;
-      snapshot.emplace(outputs.out_dir + "/snapshot-" +
-                           std::to_string(group_.rank()) +
-                           (pickle ? ".pickle" : ".json"),
-                       outputs.snapshot_format, group_.rank(),
-                       run_.capture.begin_seq,
-                       cuda_ != nullptr ? &cuda_segments : nullptr);
+      snapshot.emplace(
+          outputs.out_dir + "/snapshot-" + std::to_string(group_.rank()) +
+              (pickle ? ".pickle" : ".json"),
+          outputs.snapshot_format, group_.rank(), run_.capture.begin_seq,
+          cuda_ != nullptr ? &cuda_segments : nullptr);
       sinks.push_back(&*snapshot);
     }
     // Note [Late bucket frees]: the analysis also waits for the step of the
     // last freed bucket buffer.
-    run_.analysis = Analyze(run_.capture,
-                            AnalysisOptions{last_one_time_step_, outputs.keep},
-                            sinks);
+    run_.analysis =
+        Analyze(run_.capture,
+                AnalysisOptions{last_one_time_step_, outputs.keep}, sinks);
     if (snapshot) snapshot->Finish(run_.analysis.end_seq);
-    run_.analysis_seconds = std::chrono::duration<double>(
-                                std::chrono::steady_clock::now() -
-                                analysis_start)
-                                .count();
+    run_.analysis_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                      analysis_start)
+            .count();
     if (cuda_ == nullptr) run_.cuda_replay = replay.Result();
     run_.out_of_memory_bytes = run_.analysis.out_of_memory_bytes;
     run_.buffer_bytes = run_.analysis.buffer_bytes;
@@ -447,8 +446,7 @@ RankRun RunRank(const RunConfig& config, ProcessGroup& group,
   }
   RankTrainer trainer(config, group, cuda.get(), cuda_device);
   tracker.BeginSession(
-      outputs.out_dir.empty() ? ""
-                              : CapturePath(outputs.out_dir, group.rank()),
+      outputs.out_dir.empty() ? "" : CapturePath(outputs.out_dir, group.rank()),
       trainer.CaptureMeta());
   try {
     trainer.SetUp();

@@ -17,11 +17,11 @@ constexpr int64_t kMiB = 1 << 20;
 CudaReplay ReplayOnCudaAllocator(const std::vector<Lifetime>& blocks) {
   int64_t end = 0;
   for (const Lifetime& b : blocks) {
-    end = std::max({end, b.alloc_seq + 1, b.free_seq == kLive ? 0 : b.free_seq + 1});
+    end = std::max(
+        {end, b.alloc_seq + 1, b.free_seq == kLive ? 0 : b.free_seq + 1});
   }
   CudaReplaySink replay;
-  Analyze(WriteCapture(blocks, {{0, Phase::kIdle, 0}}, 0, end), {},
-          {&replay});
+  Analyze(WriteCapture(blocks, {{0, Phase::kIdle, 0}}, 0, end), {}, {&replay});
   return replay.Result();
 }
 constexpr Category kA = Category::kActivations;

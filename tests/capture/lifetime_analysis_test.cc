@@ -87,10 +87,9 @@ TEST(Analyze, SegmentsTileTheSessionAndCarryBoundaryBytes) {
 }
 
 TEST(Analyze, SingleStepIsItsOwnSteadyState) {
-  const Analysis a =
-      Analyze(WriteCapture({Block(10, 11, 8, Category::kTemporaries)},
-                           {{10, Phase::kIdle, 0}, {10, Phase::kForward, 1}},
-                           10, 12));
+  const Analysis a = Analyze(
+      WriteCapture({Block(10, 11, 8, Category::kTemporaries)},
+                   {{10, Phase::kIdle, 0}, {10, Phase::kForward, 1}}, 10, 12));
   EXPECT_EQ(a.steady_first_step, 1);
   EXPECT_EQ(a.steady_peak.total_bytes, 8);
   EXPECT_EQ(a.steady_peak.seq, 10);
@@ -121,7 +120,8 @@ TEST(Analyze, LongSeriesIsThinnedKeepingItsPeakAndEnds) {
   std::vector<Lifetime> blocks = {Block(0, kLive, 1000, Category::kWeights)};
   for (int64_t i = 0; i < kPairs; ++i) {
     const int64_t bytes = 1 + (i * 7919) % 10007;  // peak at some inner i
-    blocks.push_back(Block(1 + 2 * i, 2 + 2 * i, bytes, Category::kTemporaries));
+    blocks.push_back(
+        Block(1 + 2 * i, 2 + 2 * i, bytes, Category::kTemporaries));
   }
   const Capture capture =
       WriteCapture(blocks, {{0, Phase::kIdle, 0}, {1, Phase::kForward, 1}}, 0,
@@ -155,7 +155,8 @@ Capture SixSteps() {
   for (int32_t step = 1; step <= 6; ++step) {
     const int64_t seq = 1 + 2 * (step - 1);
     marks.push_back({seq, Phase::kForward, step});
-    blocks.push_back(Block(seq, seq + 1, sizes[step - 1], Category::kTemporaries));
+    blocks.push_back(
+        Block(seq, seq + 1, sizes[step - 1], Category::kTemporaries));
   }
   marks.push_back({13, Phase::kIdle, 0});
   return WriteCapture(blocks, marks, 0, 13);
@@ -184,12 +185,12 @@ TEST(Analyze, KeepsTheDetailOfTheKeptStepsAndEveryStepsPeak) {
 // Note [Killed capture]: without its end record the capture ends after
 // its last record; what was pending in the forward then is activations.
 TEST(Analyze, AKilledCaptureEndsAtItsLastRecord) {
-  const Capture capture = WriteCapture(
-      {Block(0, kLive, 100, Category::kWeights),
-       Block(2, kLive, 40, Category::kUnattributed),
-       Block(3, 4, 8, Category::kTemporaries)},
-      {{0, Phase::kIdle, 0}, {1, Phase::kForward, 1}}, 0, 5, "",
-      /*ended=*/false);
+  const Capture capture =
+      WriteCapture({Block(0, kLive, 100, Category::kWeights),
+                    Block(2, kLive, 40, Category::kUnattributed),
+                    Block(3, 4, 8, Category::kTemporaries)},
+                   {{0, Phase::kIdle, 0}, {1, Phase::kForward, 1}}, 0, 5, "",
+                   /*ended=*/false);
   const Analysis a = Analyze(capture);
   EXPECT_TRUE(a.killed);
   EXPECT_EQ(a.end_seq, 5);

@@ -48,10 +48,10 @@ inline Capture WriteCapture(std::vector<Lifetime> blocks,
   const auto marks_until = [&](int64_t seq) {
     for (; m < marks.size() && marks[m].seq <= seq; ++m) {
       const PhaseMark& k = marks[m];
-      writer.Append(RecordKind::kMark, k.seq,
-                    static_cast<uint64_t>(k.phase) |
-                        static_cast<uint64_t>(k.step) << 8,
-                    static_cast<uint64_t>(k.time_ns));
+      writer.Append(
+          RecordKind::kMark, k.seq,
+          static_cast<uint64_t>(k.phase) | static_cast<uint64_t>(k.step) << 8,
+          static_cast<uint64_t>(k.time_ns));
     }
   };
   std::map<int64_t, std::vector<const Lifetime*>> at;  // events by seq

@@ -126,7 +126,8 @@ TEST(MemorySnapshot, ViewerColoursEveryCategoryAsTheReportDoes) {
 TEST(MemorySnapshot, SegmentsAreTheLiveBlocksTiledExactly) {
   const Capture capture = Session();
   const Json snapshot = MemorySnapshotJson(capture, 0);
-  const Analysis analysis = Analyze(capture, AnalysisOptions{/*one_time_through_step=*/0});
+  const Analysis analysis =
+      Analyze(capture, AnalysisOptions{/*one_time_through_step=*/0});
   std::map<std::string, int64_t> live;
   ASSERT_EQ(snapshot["segments"].size(), 2u);
   for (const Json& segment : snapshot["segments"]) {
@@ -150,7 +151,8 @@ TEST(MemorySnapshot, SegmentsAreTheLiveBlocksTiledExactly) {
 TEST(MemorySnapshot, ReplayUpToThePeakGivesThePeakBreakdown) {
   const Capture capture = Session();
   const Json snapshot = MemorySnapshotJson(capture, 0);
-  const Analysis analysis = Analyze(capture, AnalysisOptions{/*one_time_through_step=*/0});
+  const Analysis analysis =
+      Analyze(capture, AnalysisOptions{/*one_time_through_step=*/0});
   std::map<std::string, int64_t> live;
   for (const Json& e : snapshot["device_traces"][0]) {
     if (e["seq"].get<int64_t>() > analysis.steady_peak.seq) break;
@@ -257,17 +259,17 @@ TEST(PickleWriter, PythonLoadsWhatJsonLoads) {
 TEST(PickleWriter, ThePickledSnapshotLoadsAsItsJson) {
   std::vector<Lifetime> blocks = {Block(0, kLive, 64, Category::kWeights)};
   for (int64_t i = 0; i < 1500; ++i) {
-    blocks.push_back(Block(1 + 2 * i, 2 + 2 * i, 8 + i, Category::kTemporaries));
+    blocks.push_back(
+        Block(1 + 2 * i, 2 + 2 * i, 8 + i, Category::kTemporaries));
   }
   const Capture capture = WriteCapture(
       blocks, {{0, Phase::kIdle, 0}, {1, Phase::kForward, 1}}, 0, 3001);
   const TempDir dir;
   for (const char* name : {"s.json", "s.pickle"}) {
     const std::string path = (dir.path() / name).string();
-    SnapshotWriter writer(path,
-                          name[2] == 'j' ? DocumentFormat::kJson
-                                         : DocumentFormat::kPickle,
-                          0, capture.begin_seq, nullptr);
+    SnapshotWriter writer(
+        path, name[2] == 'j' ? DocumentFormat::kJson : DocumentFormat::kPickle,
+        0, capture.begin_seq, nullptr);
     writer.Finish(Analyze(capture, {}, {&writer}).end_seq);
   }
   const CommandResult r = RunCommand(
@@ -305,8 +307,9 @@ TEST(MemorySnapshot, TheTraceKeepsTheKeptStepsOnly) {
   EXPECT_EQ(snapshot["memprof"]["kept_steps"], (Json{1, 5, 6}));
   ASSERT_EQ(snapshot["segments"].size(), 1u);
   keep.all = true;
-  EXPECT_EQ(MemorySnapshotJson(capture, 0, nullptr, keep)["memprof"]["kept_steps"],
-            (Json{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(
+      MemorySnapshotJson(capture, 0, nullptr, keep)["memprof"]["kept_steps"],
+      (Json{1, 2, 3, 4, 5, 6}));
 }
 
 TEST(PickleWriter, StartsWithProtocolTwoAndEndsWithStop) {

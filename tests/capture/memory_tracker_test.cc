@@ -1,10 +1,10 @@
 // The tracker on fake block addresses: no allocator, no tensors.
 #include "profiler/capture/memory_tracker.h"
 #include "profiler/base/errors.h"
+#include "profiler/capture/lifetime_analysis.h"
 #include "tests/capture/lifetime_block.h"
 #include "tests/temp_dir.h"
 #include "tests/text_file.h"
-#include "profiler/capture/lifetime_analysis.h"
 
 #include <algorithm>
 #include <thread>
@@ -182,11 +182,11 @@ TEST_F(MemoryTrackerTest, TheFileHoldsEveryEventWhileTheSessionRuns) {
     std::vector<RecordKind> kinds;
     while (reader.Next(r, kind)) kinds.push_back(kind);
     EXPECT_FALSE(reader.torn());
-    EXPECT_EQ(kinds, (std::vector<RecordKind>{
-                         RecordKind::kMark, RecordKind::kAlloc,
-                         RecordKind::kResolve, RecordKind::kMark,
-                         RecordKind::kAlloc, RecordKind::kAlloc,
-                         RecordKind::kFree}));
+    EXPECT_EQ(kinds,
+              (std::vector<RecordKind>{RecordKind::kMark, RecordKind::kAlloc,
+                                       RecordKind::kResolve, RecordKind::kMark,
+                                       RecordKind::kAlloc, RecordKind::kAlloc,
+                                       RecordKind::kFree}));
     const Analysis killed = Analyze(CaptureFromFile(path));
     EXPECT_TRUE(killed.killed);
     EXPECT_EQ(killed.last_mark.phase, Phase::kForward);

@@ -134,7 +134,8 @@ TEST_F(CliTest, LongRunsKeepTheFirstAndLastStepsInDetail) {
   EXPECT_EQ(detailed, expected);
   EXPECT_EQ(in_timeline, expected);
   std::set<int> kept;
-  for (const Json& s : snapshot["memprof"]["kept_steps"]) kept.insert(s.get<int>());
+  for (const Json& s : snapshot["memprof"]["kept_steps"])
+    kept.insert(s.get<int>());
   EXPECT_EQ(kept, expected);
   EXPECT_FALSE(fs::exists(fs::path(Out()) / "capture-0.bin"))
       << "a rank that wrote its report leaves no capture";
