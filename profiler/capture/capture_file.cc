@@ -13,10 +13,23 @@
 namespace memprof {
 namespace {
 
-constexpr char kMagic[8] = {'M', 'P', 'C', 'A', 'P', 'T', '0', '1'};
-// magic, record bytes (u32), meta length (u32), begin_seq, begin_unix_us.
-constexpr size_t kFixedHeaderBytes = 8 + 4 + 4 + 8 + 8;
-constexpr size_t kReadRecords = size_t{1} << 15;  // 1 MiB buffer
+constexpr char kMagic[8] = {'M', 'P', 'C', 'A', 'P', 'T', '0', '2'};
+// magic, record bytes (u32), meta length (u32), begin_seq, begin_unix_us,
+// spilled windows (written as they are spilled).
+constexpr size_t kSpilledOffset = 32;
+constexpr size_t kFixedHeaderBytes = kSpilledOffset + 8;
+constexpr size_t kWindowRecords = kCaptureWindowBytes / sizeof(Record);
+constexpr size_t kMappedBytes =
+    kCaptureHeaderBytes + kCaptureRingWindows * kCaptureWindowBytes;
+
+// Where window `w` of the ring, and spilled window `s`, lie in the file.
+off_t RingOffset(int64_t w) {
+  return static_cast<off_t>(kCaptureHeaderBytes +
+                            (w % kCaptureRingWindows) * kCaptureWindowBytes);
+}
+off_t SpillOffset(int64_t s) {
+  return static_cast<off_t>(kMappedBytes + s * kCaptureWindowBytes);
+}
 
 [[noreturn]] void Fail(const std::string& what, const std::string& path) {
   throw std::runtime_error("capture file " +
@@ -50,40 +63,43 @@ void CaptureWriter::Open(const std::string& path, int64_t begin_seq,
   std::memcpy(p + 24, &begin_unix_us, 8);
   std::memcpy(p + kFixedHeaderBytes, meta_json.data(), meta_bytes);
   if (::pwrite(fd_, header.data(), header.size(), 0) !=
-      static_cast<ssize_t>(header.size())) {
+          static_cast<ssize_t>(header.size()) ||
+      ::ftruncate(fd_, static_cast<off_t>(kMappedBytes)) != 0) {
     Fail("cannot write the header", path);
   }
-  windows_ = 0;
-  window_ = cursor_ = end_ = nullptr;
+  void* mapped = ::mmap(nullptr, kMappedBytes, PROT_READ | PROT_WRITE,
+                        MAP_SHARED, fd_, 0);
+  if (mapped == MAP_FAILED) Fail("cannot map", path);
+  map_ = static_cast<char*>(mapped);
+  spilled_ = 0;
+  window_ = cursor_ = reinterpret_cast<Record*>(map_ + RingOffset(0));
+  end_ = window_ + kWindowRecords;
 }
 
-void CaptureWriter::NextWindow() {
-  if (window_ != nullptr) ::munmap(window_, kWindowBytes);
-  const off_t offset =
-      static_cast<off_t>(kCaptureHeaderBytes + windows_ * kWindowBytes);
-  if (::ftruncate(fd_, offset + static_cast<off_t>(kWindowBytes)) != 0) {
-    Fail("cannot grow", path_);
+void CaptureWriter::Spill() {
+  const size_t bytes =
+      static_cast<size_t>(cursor_ - window_) * sizeof(Record);
+  const char* from = reinterpret_cast<const char*>(window_);
+  for (size_t done = 0; done < bytes;) {
+    const ssize_t n = ::pwrite(fd_, from + done, bytes - done,
+                               SpillOffset(spilled_) + done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) Fail("cannot write", path_);
+    done += static_cast<size_t>(n);
   }
-  void* mapped = ::mmap(nullptr, kWindowBytes, PROT_READ | PROT_WRITE,
-                        MAP_SHARED, fd_, offset);
-  if (mapped == MAP_FAILED) Fail("cannot map", path_);
-  ++windows_;
-  window_ = cursor_ = static_cast<Record*>(mapped);
-  end_ = window_ + kWindowBytes / sizeof(Record);
+  ++spilled_;
+  __atomic_store_n(reinterpret_cast<int64_t*>(map_ + kSpilledOffset), spilled_,
+                   __ATOMIC_RELEASE);
+  std::memset(window_, 0, bytes);
+  window_ = cursor_ = reinterpret_cast<Record*>(map_ + RingOffset(spilled_));
+  end_ = window_ + kWindowRecords;
 }
 
 int CaptureWriter::Finish() {
   if (fd_ < 0) return -1;
-  int64_t records = 0;
-  if (window_ != nullptr) {
-    records =
-        (windows_ - 1) * static_cast<int64_t>(kWindowBytes / sizeof(Record)) +
-        (cursor_ - window_);
-    ::munmap(window_, kWindowBytes);
-  }
-  const off_t size =
-      static_cast<off_t>(kCaptureHeaderBytes + records * sizeof(Record));
-  if (::ftruncate(fd_, size) != 0) Fail("cannot cut", path_);
+  if (cursor_ != window_) Spill();
+  ::munmap(map_, kMappedBytes);
+  map_ = nullptr;
   window_ = cursor_ = end_ = nullptr;
   const int fd = fd_;
   fd_ = -1;
@@ -126,65 +142,79 @@ void CaptureReader::ReadHeader(const std::string& name) {
     if (owned_) ::close(fd_);
     owned_ = false;
     throw InputError(name +
-                     ": not a memprof capture (no MPCAPT01 header with "
+                     ": not a memprof capture (no MPCAPT02 header with "
                      "32-byte records); give the capture-<r>.bin a run left "
                      "in its --out");
   }
   std::memcpy(&header_.begin_seq, fixed + 16, 8);
   std::memcpy(&header_.begin_unix_us, fixed + 24, 8);
+  std::memcpy(&spilled_, fixed + kSpilledOffset, 8);
   header_.meta_json.resize(meta_bytes);
   if (::pread(fd_, header_.meta_json.data(), meta_bytes, kFixedHeaderBytes) !=
       static_cast<ssize_t>(meta_bytes)) {
     header_.meta_json.clear();
   }
-  buffer_.resize(kReadRecords);
+  buffer_.resize(kWindowRecords);
   Rewind();
 }
 
 void CaptureReader::Rewind() {
-  offset_ = kCaptureHeaderBytes;
+  window_ = 0;
   at_ = size_ = 0;
   records_ = 0;
   torn_ = done_ = false;
 }
 
 bool CaptureReader::Fill() {
-  const size_t want = buffer_.size() * sizeof(Record);
+  if (window_ > spilled_) return false;  // the ring's window was read
+  const off_t offset =
+      window_ < spilled_ ? SpillOffset(window_) : RingOffset(window_);
+  ++window_;
+  const size_t want = kCaptureWindowBytes;
   auto* bytes = reinterpret_cast<char*>(buffer_.data());
   size_t got = 0;
   while (got < want) {
-    const ssize_t n = ::pread(fd_, bytes + got, want - got, offset_ + got);
+    const ssize_t n = ::pread(fd_, bytes + got, want - got, offset + got);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += static_cast<size_t>(n);
   }
-  offset_ += static_cast<int64_t>(got);
+  // A file cut inside a record: that record is torn.
+  if (got % sizeof(Record) != 0) {
+    torn_ = true;
+    std::memset(bytes + got, 0, want - got);
+  }
   at_ = 0;
   size_ = got / sizeof(Record);
-  // A partial record at the end of the file is torn.
-  if (got % sizeof(Record) != 0) torn_ = true;
-  return size_ > 0;
+  return true;
 }
 
 bool CaptureReader::Next(Record& record, RecordKind& kind) {
-  if (done_) return false;
-  if (at_ == size_ && !Fill()) {
-    done_ = true;
-    return false;
+  while (!done_) {
+    if (at_ == size_) {
+      if (!Fill()) break;
+      continue;
+    }
+    const Record& r = buffer_[at_++];
+    const uint8_t valid = ValidKind(r);
+    if (valid != 0) {
+      record = r;
+      kind = static_cast<RecordKind>(valid);
+      ++records_;
+      return true;
+    }
+    if (r.seq != 0 || r.a != 0 || r.b != 0 || r.check != 0) {
+      torn_ = true;  // not the zeros of an unwritten tail
+      break;
+    }
+    // Zeros: the rest of this window was never written; the ring's window
+    // follows a spilled one that was cut short by the end of the session.
+    at_ = size_;
   }
-  const Record& r = buffer_[at_++];
-  const uint8_t valid = ValidKind(r);
-  if (valid == 0) {
-    // Zeros from here on are the unwritten tail; anything else is torn.
-    torn_ = torn_ || r.seq != 0 || r.a != 0 || r.b != 0 || r.check != 0;
-    done_ = true;
-    return false;
-  }
-  record = r;
-  kind = static_cast<RecordKind>(valid);
-  ++records_;
-  return true;
+  done_ = true;
+  return false;
 }
+
 
 CaptureFile::~CaptureFile() {
   if (fd_ >= 0) ::close(fd_);

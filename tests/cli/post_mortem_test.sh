@@ -70,19 +70,24 @@ for torn in cut uncommitted; do
   dir="$work/torn-$torn"
   mkdir -p "$dir"
   cp "$last/capture-0.bin" "$dir/"
-  python3 - "$dir/capture-0.bin" "$torn" "$last/replay.json" <<'PY'
-import json, struct, sys
+  python3 - "$dir/capture-0.bin" "$torn" <<'PY'
+import struct, sys
 path, how = sys.argv[1], sys.argv[2]
-end = 4096 + 32 * json.load(open(sys.argv[3]))["records"]
-data = open(path, "rb").read()[:end]
+data = bytearray(open(path, "rb").read())
+# The next record's place: the first zero record of the ring window after
+# the spilled ones (Note [Capture file]).
+window = 1 << 20
+spilled = struct.unpack("<q", data[32:40])[0]
+at = 4096 + (spilled % 2) * window
+while any(data[at:at + 32]):
+    at += 32
+seq = struct.unpack("<Q", data[at - 32:at - 24])[0] + 1 if at % window else 1
 # A real alloc record's payload (seq one past the last, a fresh address)
-# where the next record goes: cut short (the file ends inside it), or
-# whole but without its commit word (the zeros of the unwritten tail
-# follow, as in a killed rank's file).
-seq = struct.unpack("<Q", data[-32:-24])[0] + 1
+# there: cut short (its last words never written), or whole but without
+# its commit word.
 payload = struct.pack("<QQQ", seq, 0xDEAD000, 64 | (9 << 48))
-extra = payload[:20] if how == "cut" else payload + b"\0" * 4104
-open(path, "wb").write(data + extra)
+data[at:at + (20 if how == "cut" else 24)] = payload[:20 if how == "cut" else 24]
+open(path, "wb").write(bytes(data))
 PY
   "$memprof" report --run "$dir" >"$dir/report.log" 2>&1 ||
     { echo "torn $torn: memprof report failed"; cat "$dir/report.log"; exit 1; }

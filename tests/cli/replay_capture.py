@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """An independent replay of a memprof capture file (Note [Capture file]).
 
-Reads capture-<r>.bin record by record, written from the format's
-description alone (no memprof code), and prints as JSON the bytes live by
+Reads capture-<r>.bin record by record (the spilled windows, then the
+ring window after them), written from the format's description alone (no
+memprof code), and prints as JSON the bytes live by
 category after the last committed record, the step and phase in force,
 the number of committed records and whether a torn record followed them.
 Blocks still pending at the end: activations when the last mark is a
@@ -31,25 +32,43 @@ def check(kind, seq, a, b):
     return (kind << 56) | fold
 
 
+def records(data):
+    """The committed records in order: the spilled 1 MiB windows the
+    header counts, then the ring window after them; each up to its first
+    zero record. Yields (seq, a, b, kind), then ("torn", bool, 0, 0)."""
+    window = 1 << 20
+    spilled = struct.unpack("<q", data[32:40])[0]
+    starts = [4096 + 2 * window + s * window for s in range(spilled)]
+    starts.append(4096 + (spilled % 2) * window)
+    for start in starts:
+        for offset in range(start, start + window, 32):
+            raw = data[offset:offset + 32]
+            if len(raw) < 32:
+                yield "torn", len(raw) > 0, 0, 0
+                return
+            seq, a, b, chk = struct.unpack("<QQQQ", raw)
+            kind = chk >> 56
+            if ALLOC <= kind <= END and chk == check(kind, seq, a, b):
+                yield seq, a, b, kind
+                continue
+            if any(raw):
+                yield "torn", True, 0, 0
+                return
+            break  # zeros: the rest of this window was never written
+    yield "torn", False, 0, 0
+
+
 def main(path):
     data = open(path, "rb").read()
-    assert data[:8] == b"MPCAPT01", "not a capture"
+    assert data[:8] == b"MPCAPT02", "not a capture"
     live = {}  # address -> [alloc seq, bytes, category]
     step, phase, forward_seq = 0, 0, -1
-    records, torn, ended = 0, False, False
-    offset = 4096
-    while offset < len(data):
-        raw = data[offset:offset + 32]
-        if len(raw) < 32:
-            torn = True
+    count, torn, ended = 0, False, False
+    for seq, a, b, kind in records(data):
+        if seq == "torn":
+            torn = a
             break
-        seq, a, b, chk = struct.unpack("<QQQQ", raw)
-        kind = chk >> 56
-        if not (ALLOC <= kind <= END) or chk != check(kind, seq, a, b):
-            torn = any(raw)
-            break
-        records += 1
-        offset += 32
+        count += 1
         category = (b >> 48) & 0xFF
         if kind == ALLOC:
             live[a] = [seq, b & ((1 << 48) - 1), PENDING]
@@ -77,7 +96,7 @@ def main(path):
                         else CATEGORIES.index("unattributed"))
         live_bytes[CATEGORIES[category]] += size
     json.dump({"live_bytes": live_bytes, "step": step, "phase": PHASES[phase],
-               "records": records, "torn": torn, "ended": ended},
+               "records": count, "torn": torn, "ended": ended},
               sys.stdout)
 
 
