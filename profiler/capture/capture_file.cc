@@ -67,8 +67,8 @@ void CaptureWriter::Open(const std::string& path, int64_t begin_seq,
       ::ftruncate(fd_, static_cast<off_t>(kMappedBytes)) != 0) {
     Fail("cannot write the header", path);
   }
-  void* mapped = ::mmap(nullptr, kMappedBytes, PROT_READ | PROT_WRITE,
-                        MAP_SHARED, fd_, 0);
+  void* mapped =
+      ::mmap(nullptr, kMappedBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
   if (mapped == MAP_FAILED) Fail("cannot map", path);
   map_ = static_cast<char*>(mapped);
   spilled_ = 0;
@@ -77,12 +77,11 @@ void CaptureWriter::Open(const std::string& path, int64_t begin_seq,
 }
 
 void CaptureWriter::Spill() {
-  const size_t bytes =
-      static_cast<size_t>(cursor_ - window_) * sizeof(Record);
+  const size_t bytes = static_cast<size_t>(cursor_ - window_) * sizeof(Record);
   const char* from = reinterpret_cast<const char*>(window_);
   for (size_t done = 0; done < bytes;) {
-    const ssize_t n = ::pwrite(fd_, from + done, bytes - done,
-                               SpillOffset(spilled_) + done);
+    const ssize_t n =
+        ::pwrite(fd_, from + done, bytes - done, SpillOffset(spilled_) + done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) Fail("cannot write", path_);
     done += static_cast<size_t>(n);
@@ -214,7 +213,6 @@ bool CaptureReader::Next(Record& record, RecordKind& kind) {
   done_ = true;
   return false;
 }
-
 
 CaptureFile::~CaptureFile() {
   if (fd_ >= 0) ::close(fd_);

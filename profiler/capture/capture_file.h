@@ -116,8 +116,8 @@ class CaptureWriter {
 
   int fd_ = -1;
   std::string path_;
-  char* map_ = nullptr;      // the header page and the ring
-  int64_t spilled_ = 0;      // windows spilled so far
+  char* map_ = nullptr;       // the header page and the ring
+  int64_t spilled_ = 0;       // windows spilled so far
   Record* window_ = nullptr;  // the ring window in use
   Record* cursor_ = nullptr;
   Record* end_ = nullptr;

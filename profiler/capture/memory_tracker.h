@@ -25,12 +25,12 @@
 // it), one probe of a flat open-addressing table of 24-byte slots (home
 // slot found in the common case; a free whose next slot is empty erases
 // without shifting), and at the alloc and at the free one 32-byte record
-// written into the capture file's mapped window (so the log neither
-// copies on growth nor disturbs the malloc heap the profiled program
+// written into the capture file's mapped ring window (so the log neither
+// grows in memory nor disturbs the malloc heap the profiled program
 // allocates from, and outlives a killed process). Nothing else: no branch
 // on categories (a block freed while pending is read as a temporary when
-// the file is read), no totals, no
-// counts, no peaks (all of them follow from the lifetimes), one
+// the file is read), no totals, no counts, no peaks (all of them follow
+// from the records), one
 // comparison for the memory limit (refuse_above_ is the limit during a
 // session and the largest int64 otherwise) and one for "is this block the
 // session's" (log_from_seq_ is the session's first seq, kLive outside
