@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -43,9 +44,7 @@ void CaptureWriter::Open(const std::string& path, int64_t begin_seq,
                          int64_t begin_unix_us, const std::string& meta_json) {
   Close();
   if (path.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
-    const std::string dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
-    fd_ = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    fd_ = OpenTemporaryFile();
   } else {
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   }
@@ -212,6 +211,18 @@ bool CaptureReader::Next(Record& record, RecordKind& kind) {
   }
   done_ = true;
   return false;
+}
+
+int OpenTemporaryFile() {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd >= 0) return fd;
+  // A file system without O_TMPFILE: a named file, unlinked at once.
+  std::string name = dir + "/memprof-XXXXXX";
+  const int named = ::mkostemp(name.data(), O_CLOEXEC);
+  if (named >= 0) ::unlink(name.c_str());
+  return named;
 }
 
 CaptureFile::~CaptureFile() {

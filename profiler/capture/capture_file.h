@@ -185,6 +185,10 @@ class CaptureFile {
   std::string path_;
 };
 
+// An unnamed read-write file in $TMPDIR (or /tmp), gone when closed; -1
+// with errno set when none can be made.
+int OpenTemporaryFile();
+
 // DIR/capture-<r>.bin: the one place the name is built.
 std::string CapturePath(const std::string& dir, int rank);
 

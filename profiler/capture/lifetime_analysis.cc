@@ -42,12 +42,11 @@ class CategoryColumn {
  public:
   explicit CategoryColumn(int64_t begin_seq)
       : begin_(begin_seq), base_(begin_seq), buffer_(kWindow, 0) {
-    const char* tmp = std::getenv("TMPDIR");
-    const std::string dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
-    fd_ = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    fd_ = OpenTemporaryFile();
     if (fd_ < 0) {
-      throw std::runtime_error("cannot create a temporary file in " + dir +
-                               ": " + std::strerror(errno));
+      throw std::runtime_error(
+          std::string("cannot create a temporary file in $TMPDIR or /tmp: ") +
+          std::strerror(errno));
     }
   }
   ~CategoryColumn() { ::close(fd_); }
