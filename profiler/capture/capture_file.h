@@ -107,7 +107,6 @@ class CaptureWriter {
   // descriptor (-1 when none was open).
   int Finish();
   void Close();
-  bool open() const { return fd_ >= 0; }
 
  private:
   // Copies the ring window to the next spilled window, counts it in the

@@ -97,7 +97,8 @@ struct PhaseMark {
 // would: the hook gives the block back and throws LibTorch's
 // c10::OutOfMemoryError. The first refusal is recorded: it takes a seq of
 // its own (no block has it), so the live bytes at the failure are the
-// blocks allocated before that seq and freed after it (LiveAt). When it
+// blocks allocated before that seq and freed after it
+// (Analysis::out_of_memory_bytes). When it
 // falls in forward, the live pending blocks allocated since forward began
 // become activations at once, as the phase rule would have made them at
 // backward: the unwinding that follows frees them, and they would
