@@ -33,6 +33,8 @@
 #include <string>
 #include <vector>
 
+#include "profiler/base/category.h"
+
 namespace memprof {
 
 enum class RecordKind : uint8_t {
@@ -55,6 +57,33 @@ static_assert(sizeof(Record) == 32);
 
 inline constexpr uint64_t kTagBytesMask = (uint64_t{1} << 48) - 1;
 inline constexpr uint8_t kTagOwned = 0x80;
+
+// A block's tag, as the tracker's table and the records hold it.
+inline constexpr uint64_t Tag(int64_t bytes, Category category, uint8_t flags) {
+  return static_cast<uint64_t>(bytes) | static_cast<uint64_t>(category) << 48 |
+         static_cast<uint64_t>(flags) << 56;
+}
+inline int64_t BytesOfTag(uint64_t tag) {
+  return static_cast<int64_t>(tag & kTagBytesMask);
+}
+inline Category CategoryOfTag(uint64_t tag) {
+  return static_cast<Category>((tag >> 48) & 0xff);
+}
+inline uint8_t FlagsOfTag(uint64_t tag) {  // kTagOwned included
+  return static_cast<uint8_t>(tag >> 56);
+}
+
+// A mark record's `a`: phase | step << 8.
+inline uint64_t MarkWord(Phase phase, int32_t step) {
+  return static_cast<uint64_t>(phase) |
+         static_cast<uint64_t>(static_cast<uint32_t>(step)) << 8;
+}
+inline Phase PhaseOfMarkWord(uint64_t a) {
+  return static_cast<Phase>(a & 0xff);
+}
+inline int32_t StepOfMarkWord(uint64_t a) {
+  return static_cast<int32_t>(a >> 8);
+}
 inline constexpr size_t kCaptureHeaderBytes = 4096;
 inline constexpr size_t kCaptureWindowBytes = size_t{1} << 20;
 inline constexpr int kCaptureRingWindows = 2;
@@ -107,6 +136,7 @@ class CaptureWriter {
   // descriptor (-1 when none was open).
   int Finish();
   void Close();
+  const std::string& path() const { return path_; }  // "": temporary
 
  private:
   // Copies the ring window to the next spilled window, counts it in the

@@ -18,21 +18,17 @@
 namespace memprof {
 namespace {
 
-Category CategoryOfTag(uint64_t tag) {
-  return static_cast<Category>((tag >> 48) & 0xff);
-}
-int64_t BytesOfTag(uint64_t tag) {
-  return static_cast<int64_t>(tag & kTagBytesMask);
-}
-uint8_t FlagsOfTag(uint64_t tag) {
-  return static_cast<uint8_t>((tag >> 56) & ~kTagOwned);
+// A block's flags as reports know them (kFlagBuffer...), without the
+// tracker's kTagOwned.
+uint8_t BlockFlags(uint64_t tag) {
+  return static_cast<uint8_t>(FlagsOfTag(tag) & ~kTagOwned);
 }
 uint64_t Retagged(uint64_t tag, Category c) {
-  return (tag & ~(uint64_t{0xff} << 48)) | static_cast<uint64_t>(c) << 48;
+  return Tag(BytesOfTag(tag), c, FlagsOfTag(tag));
 }
 PhaseMark MarkOf(const Record& r) {
-  return PhaseMark{r.seq, static_cast<Phase>(r.a & 0xff),
-                   static_cast<int32_t>(r.a >> 8), static_cast<int64_t>(r.b)};
+  return PhaseMark{r.seq, PhaseOfMarkWord(r.a), StepOfMarkWord(r.a),
+                   static_cast<int64_t>(r.b)};
 }
 
 // Note [Streaming analysis]: one byte per seq, category + 1 at a block's
@@ -112,15 +108,6 @@ class CategoryColumn {
   std::vector<uint8_t> buffer_;
 };
 
-std::unique_ptr<CaptureReader> Open(const Capture& capture) {
-  if (capture.file == nullptr) {
-    throw std::runtime_error("a capture without its file");  // a bug
-  }
-  const std::string& path = capture.file->path();
-  return std::make_unique<CaptureReader>(
-      capture.file->fd(), path.empty() ? "the capture file" : path);
-}
-
 [[noreturn]] void Contradiction(const CaptureReader& reader,
                                 const std::string& name, const Record& r,
                                 const char* what) {
@@ -181,7 +168,7 @@ Outline FirstPass(CaptureReader& reader, const std::string& name,
         Category c = CategoryOfTag(r.b);
         if (c == Category::kPending) c = Category::kTemporaries;
         column.Set(it->second.alloc_seq, c);
-        if (FlagsOfTag(r.b) & kFlagBucket) {
+        if (BlockFlags(r.b) & kFlagBucket) {
           out.last_bucket_free_step = mark.step;
         }
         total -= BytesOfTag(it->second.tag);
@@ -329,11 +316,11 @@ class SecondPass {
         Lifetime block = it->second;
         live_.erase(it);
         block.free_seq = r.seq;
-        block.flags = FlagsOfTag(r.b);
+        block.flags = BlockFlags(r.b);
         Freed(block);
       } else if (kind == RecordKind::kResolve) {
         const auto it = live_.find(r.a);
-        if (it != live_.end()) it->second.flags = FlagsOfTag(r.b);
+        if (it != live_.end()) it->second.flags = BlockFlags(r.b);
       } else if (kind == RecordKind::kRefusal &&
                  r.seq == outline_.out_of_memory.seq) {
         out_.out_of_memory_bytes = now_;
@@ -343,11 +330,9 @@ class SecondPass {
     for (const auto& [address, block] : live_) {
       if (block.flags & kFlagBuffer) out_.buffer_bytes += block.bytes;
     }
+    for (CaptureSink* sink : sinks_) sink->OnEnd(live_);
     out_.series = Thin(std::move(series_));
   }
-
-  // The blocks live at the end.
-  const std::unordered_map<uint64_t, Lifetime>& live() const { return live_; }
 
  private:
   bool Kept(int32_t step) const {
@@ -462,11 +447,14 @@ void AddTotals(Analysis& out) {
 
 Analysis Analyze(const Capture& capture, const AnalysisOptions& options,
                  const std::vector<CaptureSink*>& sinks) {
-  const std::unique_ptr<CaptureReader> reader = Open(capture);
+  if (capture.file == nullptr) {
+    throw std::runtime_error("a capture without its file");  // a bug
+  }
   const std::string name =
       capture.file->path().empty() ? "the capture file" : capture.file->path();
-  CategoryColumn column(reader->header().begin_seq);
-  const Outline outline = FirstPass(*reader, name, column);
+  CaptureReader reader(capture.file->fd(), name);
+  CategoryColumn column(reader.header().begin_seq);
+  const Outline outline = FirstPass(reader, name, column);
 
   Analysis out;
   out.step_peaks = outline.step_peaks;
@@ -492,13 +480,13 @@ Analysis Analyze(const Capture& capture, const AnalysisOptions& options,
     }
   }
   SecondPass pass(outline, options, sinks, out);
-  pass.Run(*reader, name, column);
+  pass.Run(reader, name, column);
   if (out.steady_peak.seq < 0) out.series.clear();
   AddTotals(out);
   return out;
 }
 
-Capture CaptureFromFile(const std::string& path) {
+Capture CaptureFromFile(const std::string& path, std::string* meta_json) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     throw InputError(path + ": cannot read: " + std::strerror(errno) +
@@ -510,6 +498,7 @@ Capture CaptureFromFile(const std::string& path) {
   capture.begin_seq = reader.header().begin_seq;
   capture.begin_unix_us = reader.header().begin_unix_us;
   capture.end_seq = capture.begin_seq;
+  if (meta_json != nullptr) *meta_json = reader.header().meta_json;
   return capture;
 }
 

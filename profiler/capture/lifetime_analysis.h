@@ -50,6 +50,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "profiler/base/keep_steps.h"
@@ -120,6 +121,10 @@ class CaptureSink {
   }
   virtual void OnAlloc(const Lifetime& block) = 0;
   virtual void OnFree(const Lifetime& block) = 0;  // free_seq set
+  // After the last record: the blocks live then, by address.
+  virtual void OnEnd(const std::unordered_map<uint64_t, Lifetime>& live) {
+    (void)live;
+  }
 };
 
 struct AnalysisOptions {
@@ -169,7 +174,9 @@ struct Analysis {
 Analysis Analyze(const Capture& capture, const AnalysisOptions& options = {},
                  const std::vector<CaptureSink*>& sinks = {});
 
-// A capture a killed rank left: its file at `path`, nothing else known.
-Capture CaptureFromFile(const std::string& path);
+// A capture a killed rank left: its file at `path`, nothing else known
+// but what its header says (its text to `meta_json` when not null).
+Capture CaptureFromFile(const std::string& path,
+                        std::string* meta_json = nullptr);
 
 }  // namespace memprof

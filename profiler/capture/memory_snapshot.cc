@@ -132,7 +132,6 @@ void SnapshotWriter::OnMark(const PhaseMark& mark, bool kept) {
 }
 
 void SnapshotWriter::OnAlloc(const Lifetime& block) {
-  live_[block.address] = block;
   if (!kept_) return;
   if (cuda_segments_ == nullptr) {
     Event("segment_alloc", block, block.alloc_seq);
@@ -141,7 +140,6 @@ void SnapshotWriter::OnAlloc(const Lifetime& block) {
 }
 
 void SnapshotWriter::OnFree(const Lifetime& block) {
-  live_.erase(block.address);
   if (!kept_) return;
   Event("free_requested", block, block.free_seq);
   Event("free_completed", block, block.free_seq);
@@ -150,17 +148,20 @@ void SnapshotWriter::OnFree(const Lifetime& block) {
   }
 }
 
-void SnapshotWriter::Finish(int64_t end_seq) {
+void SnapshotWriter::OnEnd(const std::unordered_map<uint64_t, Lifetime>& live) {
   out_.EndArray();
   out_.EndArray();
   out_.Key("segments");
   out_.BeginArray();
   if (cuda_segments_ != nullptr) {
-    GpuSegments(out_, *cuda_segments_, live_);
+    GpuSegments(out_, *cuda_segments_, live);
   } else {
-    CpuSegments(out_, BySeq(live_));
+    CpuSegments(out_, BySeq(live));
   }
   out_.EndArray();
+}
+
+void SnapshotWriter::Finish(int64_t end_seq) {
   out_.Key("memprof");
   out_.Value(Json{{"schema", kSnapshotSchema},
                   {"rank", rank_},

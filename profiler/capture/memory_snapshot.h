@@ -52,7 +52,8 @@
 namespace memprof {
 
 // Writes snapshot-<r>.json (or .pickle) at `path` as the analysis hands it
-// the blocks; Finish writes the segments and commits the file.
+// the blocks (the segments from the blocks live at its end); Finish
+// commits the file.
 // `cuda_segments`: a GPU run's (Note [Snapshot of a GPU run]); null on CPU.
 class SnapshotWriter : public CaptureSink {
  public:
@@ -62,7 +63,8 @@ class SnapshotWriter : public CaptureSink {
   void OnMark(const PhaseMark& mark, bool kept) override;
   void OnAlloc(const Lifetime& block) override;
   void OnFree(const Lifetime& block) override;
-  // After the analysis: the segments, the memprof block, the rename.
+  void OnEnd(const std::unordered_map<uint64_t, Lifetime>& live) override;
+  // After the analysis: the memprof block, the rename.
   void Finish(int64_t end_seq);
 
  private:
@@ -74,7 +76,6 @@ class SnapshotWriter : public CaptureSink {
   const std::vector<CudaSegmentView>* cuda_segments_;
   bool kept_ = true;
   std::vector<int32_t> kept_steps_;
-  std::unordered_map<uint64_t, Lifetime> live_;  // by address
 };
 
 }  // namespace memprof

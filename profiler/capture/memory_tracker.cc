@@ -14,22 +14,6 @@ namespace memprof {
 namespace {
 
 constexpr size_t kInitialSlots = 1 << 12;
-constexpr uint64_t kBytesMask = (uint64_t{1} << 48) - 1;
-// Internal flag: the category came from ownership (Resolve), not a rule.
-constexpr uint8_t kFlagOwned = kTagOwned;
-
-uint64_t Tag(int64_t bytes, Category category, uint8_t flags) {
-  return static_cast<uint64_t>(bytes) |
-         (static_cast<uint64_t>(category) << 48) |
-         (static_cast<uint64_t>(flags) << 56);
-}
-int64_t BytesOf(uint64_t tagged) {
-  return static_cast<int64_t>(tagged & kBytesMask);
-}
-Category CategoryOfTag(uint64_t tagged) {
-  return static_cast<Category>((tagged >> 48) & 0xff);
-}
-uint8_t FlagsOf(uint64_t tagged) { return static_cast<uint8_t>(tagged >> 56); }
 
 int64_t NanosecondsSince(std::chrono::steady_clock::time_point begin) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -132,7 +116,7 @@ void MemoryTracker::RecordFreeSlow(void* ptr, bool locked) {
   if (slot.seq >= log_from_seq_) {
     capture_.Append(RecordKind::kFree, seq, reinterpret_cast<uintptr_t>(ptr),
                     slot.tagged);
-    session_current_ -= BytesOf(slot.tagged);
+    session_current_ -= BytesOfTag(slot.tagged);
   }
   EraseShifting(index);
 }
@@ -142,8 +126,8 @@ void MemoryTracker::ArmLimitLocked() {
 }
 
 void MemoryTracker::Retag(Slot& slot, Category to, uint8_t add_flags) {
-  slot.tagged = Tag(BytesOf(slot.tagged), to,
-                    static_cast<uint8_t>(FlagsOf(slot.tagged) | add_flags));
+  slot.tagged = Tag(BytesOfTag(slot.tagged), to,
+                    static_cast<uint8_t>(FlagsOfTag(slot.tagged) | add_flags));
 }
 
 void MemoryTracker::RecordRefusal(int64_t bytes, int64_t limit_bytes,
@@ -178,7 +162,6 @@ void MemoryTracker::BeginSession(const std::string& capture_path,
   begin_time_ = std::chrono::steady_clock::now();
   std::lock_guard<SpinLock> guard(lock_);
   capture_.Open(capture_path, seq_, unix_us, meta_json);
-  capture_path_ = capture_path;
   begin_seq_ = seq_;
   log_from_seq_ = seq_;
   logging_ = true;
@@ -220,11 +203,11 @@ ResolveResult MemoryTracker::Resolve(const void* ptr, Category category,
   const size_t index = Find(ptr);
   if (index > mask_) return ResolveResult::kNotFound;
   Slot& slot = slots_[index];
-  if (FlagsOf(slot.tagged) & kFlagOwned) {
+  if (FlagsOfTag(slot.tagged) & kTagOwned) {
     return CategoryOfTag(slot.tagged) == category ? ResolveResult::kAlready
                                                   : ResolveResult::kConflict;
   }
-  Retag(slot, category, static_cast<uint8_t>(kFlagOwned | flags));
+  Retag(slot, category, static_cast<uint8_t>(kTagOwned | flags));
   if (slot.seq >= log_from_seq_) {
     capture_.Append(RecordKind::kResolve, seq_,
                     reinterpret_cast<uintptr_t>(ptr), slot.tagged);
@@ -249,7 +232,7 @@ int64_t MemoryTracker::ResolvePendingSinceLocked(int64_t seq,
     if (slot.ptr != nullptr && slot.seq >= from &&
         CategoryOfTag(slot.tagged) == Category::kPending) {
       Retag(slot, category);
-      bytes += BytesOf(slot.tagged);
+      bytes += BytesOfTag(slot.tagged);
     }
   }
   return bytes;
@@ -283,18 +266,15 @@ Capture MemoryTracker::EndSession() {
       Retag(slot, Category::kUnattributed);
     }
   }
+  const std::string path = capture_.path();
   const int fd = capture_.Finish();
-  if (fd >= 0) {
-    capture.file = std::make_shared<const CaptureFile>(fd, capture_path_);
-  }
+  if (fd >= 0) capture.file = std::make_shared<const CaptureFile>(fd, path);
   return capture;
 }
 
 void MemoryTracker::AppendMarkLocked() {
   capture_.Append(RecordKind::kMark, mark_.seq,
-                  static_cast<uint64_t>(mark_.phase) |
-                      static_cast<uint64_t>(static_cast<uint32_t>(mark_.step))
-                          << 8,
+                  MarkWord(mark_.phase, mark_.step),
                   static_cast<uint64_t>(mark_.time_ns));
 }
 
@@ -302,7 +282,7 @@ int64_t MemoryTracker::LiveBytes() const {
   std::lock_guard<SpinLock> guard(lock_);
   int64_t bytes = 0;
   for (const Slot& slot : table_) {
-    if (slot.ptr != nullptr) bytes += BytesOf(slot.tagged);
+    if (slot.ptr != nullptr) bytes += BytesOfTag(slot.tagged);
   }
   return bytes;
 }

@@ -203,7 +203,6 @@ class MemoryTracker {
   };
 
   static constexpr int64_t kNoLimit = std::numeric_limits<int64_t>::max();
-  static constexpr uint64_t kBytesMask = (uint64_t{1} << 48) - 1;
   static constexpr Tagged kPendingTag = static_cast<Tagged>(Category::kPending)
                                         << 48;
 
@@ -248,8 +247,7 @@ class MemoryTracker {
   int64_t begin_unix_us_ = 0;
   int64_t limit_bytes_ = 0;  // 0: none (Note [Memory limit])
   OutOfMemory out_of_memory_;
-  PhaseMark mark_;  // the mark in force
-  std::string capture_path_;
+  PhaseMark mark_;           // the mark in force
   std::vector<Slot> table_;  // linear probing
 };
 
@@ -290,7 +288,7 @@ class MemoryTracker {
   if (logged) {
     capture_.Append(RecordKind::kFree, seq_, reinterpret_cast<uintptr_t>(ptr),
                     slot.tagged);
-    session_current_ -= static_cast<int64_t>(slot.tagged & kBytesMask);
+    session_current_ -= BytesOfTag(slot.tagged);
   }
   ++seq_;
   slot.ptr = nullptr;

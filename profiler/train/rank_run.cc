@@ -139,7 +139,7 @@ std::optional<OutOfMemoryFigures> OutOfMemoryOf(const RankRun& run) {
                             oom.seq,
                             oom.phase,
                             oom.step,
-                            run.out_of_memory_bytes,
+                            run.analysis.out_of_memory_bytes,
                             Fit(run.config, oom.limit_bytes),
                             oom.by_system};
 }
@@ -160,7 +160,7 @@ RankReport ReportOf(const RankRun& run) {
                        run.prediction.bytes[i], a.stats[i].current,
                        a.stats[i].allocated,    a.stats[i].freed};
   }
-  r.buffers_bytes = run.buffer_bytes;
+  r.buffers_bytes = a.buffer_bytes;
   r.peak = PeakOf(a.steady_peak);
   r.steady_first_step = a.steady_first_step;
   const PredictedMoment& predicted = run.prediction.Peak();
@@ -193,9 +193,8 @@ RankReport ReportOf(const RankRun& run) {
 RankReport RecoverRankReport(const std::string& capture_path,
                              const std::string& killed_by) {
   RankRun run;
-  run.capture = CaptureFromFile(capture_path);
-  const std::string meta_json =
-      CaptureReader(run.capture.file->fd(), capture_path).header().meta_json;
+  std::string meta_json;
+  run.capture = CaptureFromFile(capture_path, &meta_json);
   const nlohmann::ordered_json meta =
       nlohmann::ordered_json::parse(meta_json, nullptr, false);
   if (meta.is_discarded() || !meta.is_object() || !meta.contains("context")) {
@@ -215,8 +214,6 @@ RankReport RecoverRankReport(const std::string& capture_path,
   CudaReplaySink replay;
   run.analysis = Analyze(run.capture, AnalysisOptions{}, {&replay});
   run.cuda_replay = replay.Result();
-  run.buffer_bytes = run.analysis.buffer_bytes;
-  run.out_of_memory_bytes = run.analysis.out_of_memory_bytes;
   RankReport report = ReportOf(run);
   const Analysis& a = run.analysis;
   PostMortemFigures post;

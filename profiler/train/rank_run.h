@@ -44,8 +44,7 @@ struct RankRun {
   Analysis analysis;
   // Reading the capture and writing the snapshot (bench/long_run.sh).
   double analysis_seconds = 0;
-  Prediction prediction;     // for this rank's config and micro-batch
-  int64_t buffer_bytes = 0;  // module buffers, a sub-figure of weights
+  Prediction prediction;  // for this rank's config and micro-batch
   std::vector<StepRecord> step_records;  // steps 1..K
   int64_t buckets = 0;                   // DDP buckets at the end
   std::vector<Redundancy> redundancy;    // weights, optimizer_state
@@ -57,9 +56,6 @@ struct RankRun {
   bool zero_covered_once = false;
   int64_t ownership_not_found = 0;
   int64_t ownership_conflicts = 0;
-  // Live bytes by category at the refused allocation (capture.out_of_memory)
-  // when --memory-limit stopped the run.
-  Breakdown out_of_memory_bytes{};
   // A run on a GPU (with the hook): the device's side.
   std::optional<CudaRun> cuda;
   // A cpu run with the hook: its blocks replayed through the CUDA caching

@@ -335,8 +335,6 @@ class RankTrainer final : public RecomputeObserver {
                                       analysis_start)
             .count();
     if (cuda_ == nullptr) run_.cuda_replay = replay.Result();
-    run_.out_of_memory_bytes = run_.analysis.out_of_memory_bytes;
-    run_.buffer_bytes = run_.analysis.buffer_bytes;
     if (weight_casts_ != nullptr) {
       misses_.not_found += weight_casts_->missed();
       weight_casts_.reset();

@@ -42,16 +42,13 @@ inline Capture WriteCapture(std::vector<Lifetime> blocks,
   writer.Open(path, begin_seq, 0, "{}");
   size_t m = 0;
   const auto tag = [](const Lifetime& b, Category c, uint8_t flags) {
-    return static_cast<uint64_t>(b.bytes) | static_cast<uint64_t>(c) << 48 |
-           static_cast<uint64_t>(flags) << 56;
+    return Tag(b.bytes, c, flags);
   };
   const auto marks_until = [&](int64_t seq) {
     for (; m < marks.size() && marks[m].seq <= seq; ++m) {
       const PhaseMark& k = marks[m];
-      writer.Append(
-          RecordKind::kMark, k.seq,
-          static_cast<uint64_t>(k.phase) | static_cast<uint64_t>(k.step) << 8,
-          static_cast<uint64_t>(k.time_ns));
+      writer.Append(RecordKind::kMark, k.seq, MarkWord(k.phase, k.step),
+                    static_cast<uint64_t>(k.time_ns));
     }
   };
   std::map<int64_t, std::vector<const Lifetime*>> at;  // events by seq

@@ -96,7 +96,7 @@ TEST(CudaRun, AMemoryLimitRunsTheRealAllocatorOutOfMemory) {
   EXPECT_TRUE(r.cuda->out_of_memory);
   EXPECT_GT(r.cuda->oom_requested_bytes, 0);
   EXPECT_LE(r.cuda->at_out_of_memory.reserved, limit);
-  EXPECT_EQ(r.out_of_memory_bytes[kW], r.prediction.bytes[kW]);
+  EXPECT_EQ(r.analysis.out_of_memory_bytes[kW], r.prediction.bytes[kW]);
 }
 
 }  // namespace

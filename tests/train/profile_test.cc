@@ -178,10 +178,10 @@ TEST(Profile, LimitBelowModelStateStopsEvenMicroBatchOne) {
   EXPECT_EQ(oom.step, 1);
   EXPECT_GT(oom.live_bytes + oom.requested_bytes, 200000);
   EXPECT_LE(oom.live_bytes, 200000);
-  EXPECT_EQ(Sum(r.out_of_memory_bytes), oom.live_bytes)
+  EXPECT_EQ(Sum(r.analysis.out_of_memory_bytes), oom.live_bytes)
       << "the breakdown sums to the live bytes at the refused allocation";
-  EXPECT_EQ(r.out_of_memory_bytes[kU], 0);
-  EXPECT_EQ(r.out_of_memory_bytes[kW], 4 * r.parameters);
+  EXPECT_EQ(r.analysis.out_of_memory_bytes[kU], 0);
+  EXPECT_EQ(r.analysis.out_of_memory_bytes[kW], 4 * r.parameters);
   const nlohmann::ordered_json j = ToJson(ReportOf(r));
   EXPECT_EQ(j["out_of_memory"]["fit"]["verdict"], "model-state-overflow");
   EXPECT_EQ(j["out_of_memory"]["live_bytes"], oom.live_bytes);
@@ -204,7 +204,8 @@ TEST(Profile, OutOfMemoryKeepsTheStepsBeforeIt) {
   EXPECT_FALSE(r.step_records.back().completed);
   EXPECT_EQ(r.analysis.steps[0].peak.total_bytes, step1_peak)
       << "step 1's figures are those of the run without a limit";
-  EXPECT_EQ(Sum(r.out_of_memory_bytes), r.capture.out_of_memory.live_bytes);
+  EXPECT_EQ(Sum(r.analysis.out_of_memory_bytes),
+            r.capture.out_of_memory.live_bytes);
 }
 
 TEST(Profile, LimitAboveThePeakChangesNothing) {
