@@ -115,8 +115,9 @@ namespace {
 
 [[noreturn]] void NoCuda() {
   throw std::runtime_error(
-      "memprof was built without CUDA (MEMPROF_CUDA=OFF, or a LibTorch "
-      "without CUDA); build it against a CUDA LibTorch to train on a GPU");
+      "memprof was built without CUDA (MEMPROF_CUDA=OFF, no CUDA toolkit "
+      "where it was built, or a LibTorch without CUDA); build it with the "
+      "CUDA 13 toolkit, against a CUDA LibTorch, to train on a GPU");
 }
 
 }  // namespace

@@ -50,8 +50,8 @@ CudaDeviceStatus Probe() {
 CudaDeviceStatus Probe() {
   CudaDeviceStatus s;
   s.status =
-      "memprof built without CUDA (MEMPROF_CUDA=OFF, or a LibTorch "
-      "without CUDA)";
+      "memprof built without CUDA (MEMPROF_CUDA=OFF, no CUDA toolkit "
+      "where it was built, or a LibTorch without CUDA)";
   return s;
 }
 #endif
