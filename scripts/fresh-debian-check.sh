@@ -52,6 +52,7 @@ t1="$(seconds)"
 rm -f "$root/etc/apt/sources.list"
 cp /etc/apt/sources.list.d/*.sources "$root/etc/apt/sources.list.d/"
 if [ -n "${PIP_CERT:-}" ]; then
+  mkdir -p "$root/etc/ssl"
   cp "$PIP_CERT" "$root/etc/ssl/pip-cert.pem"
 fi
 cp /etc/resolv.conf "$root/etc/resolv.conf"
@@ -73,6 +74,11 @@ echo "run.sh exit $?" > /root/run.rc
 echo "== scripts/test.sh $*"
 { time scripts/test.sh "$@"; } 2> >(tee /root/test.err >&2)
 echo "test.sh exit $?" > /root/test.rc
+echo "== MEMPROF_CMAKE_ARGS=-DMEMPROF_CUDA=ON scripts/run.sh, no build/ yet (must stop before CMake)"
+mv build build.kept
+MEMPROF_CMAKE_ARGS=-DMEMPROF_CUDA=ON scripts/run.sh
+echo "exit $?"
+rm -rf build && mv build.kept build
 EOF
 env_vars=(-i HOME=/root LANG=C.UTF-8 TERM=dumb
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)
