@@ -24,7 +24,8 @@ MEMPROF_CUDA_WHEELS_WITH_TOOLKIT=(
 )
 # Without the toolkit: libtorch_cpu.so, which every memprof binary links,
 # needs the runtime and CUPTI; `import torch` (torchrun) loads
-# libtorch_cuda.so and with it every other one.
+# libtorch_cuda.so and with it every other one (NVTX, which torch also
+# pins, it loads only if present).
 MEMPROF_CUDA_WHEELS_WITHOUT_TOOLKIT=(
   "${MEMPROF_CUDA_WHEELS_WITH_TOOLKIT[@]}"
   'nvidia-cuda-runtime==13.0.96.*'  # libcudart.so.13
@@ -36,7 +37,6 @@ MEMPROF_CUDA_WHEELS_WITHOUT_TOOLKIT=(
   'nvidia-cusparse==12.6.3.3.*'
   'nvidia-nvjitlink==13.0.88.*'
   'nvidia-cuda-nvrtc==13.0.88.*'
-  'nvidia-nvtx==13.0.85.*'
   nvidia-cudnn-cu13==9.19.0.56
   nvidia-nccl-cu13==2.28.9
 )
