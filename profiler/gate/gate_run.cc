@@ -54,21 +54,20 @@ RunFigures LoadRun(const std::string& dir) {
   std::vector<RankReport> ranks = {ReadRankReport(first)};
   std::vector<std::string> origins = {first};
   const int world_size = ranks[0].context.world_size;
-  std::vector<int> missing;
+  int missing = -1;  // the first rank without a report
   for (int rank = 1; rank < world_size; ++rank) {
     const std::string path = RankReportPath(dir, rank);
     if (!fs::exists(path, error)) {
-      missing.push_back(rank);
+      if (missing < 0) missing = rank;
       continue;
     }
     ranks.push_back(ReadRankReport(path));
     origins.push_back(path);
   }
   RequireFinishedRun(ranks, dir);
-  if (!missing.empty()) {
-    throw InputError(RankReportPath(dir, missing.front()) +
-                     ": missing (world_size " + std::to_string(world_size) +
-                     " in " + first +
+  if (missing >= 0) {
+    throw InputError(RankReportPath(dir, missing) + ": missing (world_size " +
+                     std::to_string(world_size) + " in " + first +
                      "); did every rank finish? rerun 'memprof profile "
                      "--out " +
                      dir + "'");
@@ -96,7 +95,7 @@ void RequireFinishedRun(const std::vector<RankReport>& ranks,
   }
   if (reasons.empty()) return;
   throw RunFailure(
-      "--run " + dir + ": the run failed: " + reasons +
+      "--run " + dir + ": " + reasons +
       ". A failed run has no figures to gate or to keep as a baseline; " +
       (out_of_memory
            ? "make it fit (its report.md gives the verdict and the levers; "

@@ -360,11 +360,15 @@ TEST_F(CliTest, OutOfMemoryIsReportedFirstAndExitsThree) {
       nlohmann::json::parse(std::ifstream(Out() + "-init/rank-0.json"));
   EXPECT_EQ(report["out_of_memory"]["phase"], "model_init");
   EXPECT_EQ(report["out_of_memory"]["refused_by"], "limit");
+  // What was live is the half-built model: weights, not temporaries.
+  EXPECT_GT(report["out_of_memory"]["live_bytes"].get<int64_t>(), 0);
+  EXPECT_EQ(report["out_of_memory"]["breakdown"]["weights"],
+            report["out_of_memory"]["live_bytes"]);
   EXPECT_TRUE(report["steps"].empty());
   // Rendered: the model state at the refusal, the verdict and its remedy;
   // nothing compared with a steady state it never reached.
   const std::string init = ReadText(Out() + "-init/report.md");
-  EXPECT_NE(init.find("> **Out of memory:** rank 0: out of memory in "
+  EXPECT_NE(init.find("> **Out of memory:**\n> - rank 0: out of memory in "
                       "model_init: tried to allocate"),
             std::string::npos)
       << init;

@@ -448,8 +448,9 @@ TEST_F(RegressionGateTest, CheckAndBaselineRefuseARunCutShortByOutOfMemory) {
   CommandResult r =
       RunMemprof("check --baseline " + baseline + " --run " + Path("oom"));
   EXPECT_EQ(r.exit_code, 3) << r.output;
-  EXPECT_NE(r.output.find("the run failed: rank 0 ran out of memory in step "
-                          "2 of 4 (out of memory in optimizer of step 2"),
+  EXPECT_NE(r.output.find("run failed: --run " + Path("oom") +
+                          ": rank 0 ran out of memory in step 2 of 4 (out of "
+                          "memory in optimizer of step 2"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("make it fit"), std::string::npos) << r.output;
@@ -505,12 +506,12 @@ TEST_F(RegressionGateTest, CheckAndBaselineRefuseKilledAndShortRuns) {
                 report["steps"].back()["completed"] = false;
               }
             }),
-       "the run failed: rank 1 did not complete step 4 of 4. "},
+       "cut: rank 1 did not complete step 4 of 4. "},
       {copy("short",
             [](Json& report) {
               report["steps"].erase(report["steps"].size() - 1);
             }),
-       "the run failed: rank 0 ran 3 of 4 steps; rank 1 ran 3 of 4 steps. "},
+       "short: rank 0 ran 3 of 4 steps; rank 1 ran 3 of 4 steps. "},
   };
   for (const auto& [run, reason] : cases) {
     CommandResult r =
