@@ -150,6 +150,8 @@ void MemoryTracker::RefuseLocked(int64_t bytes, int64_t limit_bytes,
                   now.phase, now.step, by_system};
   if (now.phase == Phase::kForward) {
     ResolvePendingSinceLocked(now.seq, Category::kActivations);
+  } else if (now.phase == Phase::kModelInit) {
+    ResolvePendingSinceLocked(now.seq, Category::kWeights);
   }
 }
 

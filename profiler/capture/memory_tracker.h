@@ -102,7 +102,9 @@ struct PhaseMark {
 // falls in forward, the live pending blocks allocated since forward began
 // become activations at once, as the phase rule would have made them at
 // backward: the unwinding that follows frees them, and they would
-// otherwise read as temporaries.
+// otherwise read as temporaries. When it falls in model_init (the model
+// alone does not fit), they become weights: the half-built model's
+// parameters and buffers, freed unregistered as the construction unwinds.
 struct OutOfMemory {
   int64_t seq = -1;  // -1: no allocation was refused
   int64_t requested_bytes = 0;

@@ -18,6 +18,7 @@
 #include "profiler/cli/post_mortem.h"
 #include "profiler/report/rank_report.h"
 #include "profiler/report/report_text.h"
+#include "profiler/report/run_reports.h"
 #include "profiler/train/store_socket.h"
 
 namespace memprof {
@@ -309,6 +310,13 @@ int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
       killed_by.emplace(r, "stopped by the launcher");
     }
     RecoverKilledRanks(out_dir, killed_by, std::cerr);
+    // What the ranks wrote, rendered: the out-of-memory breakdown and
+    // verdict, or the recovered ranks, lead the reports.
+    try {
+      RenderRunReports(LoadRunView(out_dir), std::cout, std::cerr);
+    } catch (const std::runtime_error&) {
+      // No rank wrote a readable report: the failure below says why.
+    }
     throw RunFailure(failure + "; the other ranks were stopped");
   }
   return kExitOk;

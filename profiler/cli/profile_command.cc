@@ -49,16 +49,16 @@ void Write(const fs::path& path, const std::string& text) {
 }
 
 // A job of one that ran out of memory renders its reports, the
-// out-of-memory first (unless it ran out before the first step: then its
-// report is all); in a larger job the peers are mid-step: nothing more is
-// exchanged (the launcher, or the external one, stops them; `memprof report`
-// renders what was written).
+// out-of-memory first (before the first step too: the model state at the
+// refusal and the verdict); in a larger job the peers are mid-step: nothing
+// more is exchanged (the launcher renders what the ranks wrote once it has
+// stopped them; under an external one, `memprof report` does).
 [[noreturn]] void OutOfMemory(RankReport report, const std::string& out_dir,
                               int world_size) {
   const std::string line = OutOfMemorySentence(*report.out_of_memory) +
                            "; see " +
                            RankReportPath(out_dir, report.context.rank);
-  if (world_size == 1 && !report.steps.empty()) {
+  if (world_size == 1) {
     std::vector<RankReport> ranks;
     ranks.push_back(std::move(report));
     RenderRunReports(RunViewOf(out_dir, std::move(ranks)), std::cout,

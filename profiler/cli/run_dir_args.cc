@@ -25,7 +25,8 @@ CheckArgs ParseCheckArgs(const std::vector<std::string>& words) {
                     "[--tolerance 1%] [--tolerance KEY=VALUE ...] [--markdown "
                     "FILE] [--strict]\n"
                     "exit codes: 0 within tolerance, 1 regressed (or improved "
-                    "with --strict), 2 bad input or context mismatch",
+                    "with --strict), 2 bad input or context mismatch, 3 the "
+                    "run failed (out of memory, killed, steps cut short)",
                     flags, args.help_text)) {
     args.help = true;
     return args;
@@ -50,7 +51,9 @@ BaselineArgs ParseBaselineArgs(const std::vector<std::string>& words) {
   const po::variables_map vm = ParseFlags(words, flags, "baseline");
   if (HelpRequested(vm,
                     "usage: memprof baseline --run DIR --out FILE "
-                    "[--tolerance KEY=VALUE ...]",
+                    "[--tolerance KEY=VALUE ...]\n"
+                    "exit codes: 0 written, 2 bad input, 3 the run failed "
+                    "(out of memory, killed, steps cut short): not kept",
                     flags, args.help_text)) {
     args.help = true;
     return args;

@@ -11,6 +11,8 @@
 #include "profiler/base/errors.h"
 #include "profiler/base/json_reader.h"
 #include "profiler/gate/regression_check.h"
+#include "profiler/report/rank_outcome.h"
+#include "profiler/report/report_text.h"
 #include "profiler/report/run_reports.h"
 
 namespace memprof {
@@ -49,23 +51,57 @@ RunFigures LoadRun(const std::string& dir) {
                      ": no rank-0.json; pass the --out directory of a "
                      "finished 'memprof profile'");
   }
-  std::vector<RankReportFigures> reports = {
-      FiguresOf(ReadRankReport(first), first)};
+  std::vector<RankReport> ranks = {ReadRankReport(first)};
   std::vector<std::string> origins = {first};
-  const int world_size = reports[0].context.world_size;
+  const int world_size = ranks[0].context.world_size;
+  int missing = -1;  // the first rank without a report
   for (int rank = 1; rank < world_size; ++rank) {
     const std::string path = RankReportPath(dir, rank);
     if (!fs::exists(path, error)) {
-      throw InputError(path + ": missing (world_size " +
-                       std::to_string(world_size) + " in " + first +
-                       "); did every rank finish? rerun 'memprof profile "
-                       "--out " +
-                       dir + "'");
+      if (missing < 0) missing = rank;
+      continue;
     }
-    reports.push_back(FiguresOf(ReadRankReport(path), path));
+    ranks.push_back(ReadRankReport(path));
     origins.push_back(path);
   }
+  RequireFinishedRun(ranks, dir);
+  if (missing >= 0) {
+    throw InputError(RankReportPath(dir, missing) + ": missing (world_size " +
+                     std::to_string(world_size) + " in " + first +
+                     "); did every rank finish? rerun 'memprof profile "
+                     "--out " +
+                     dir + "'");
+  }
+  std::vector<RankReportFigures> reports;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    reports.push_back(FiguresOf(ranks[i], origins[i]));
+  }
   return CombineRankReports(reports, origins);
+}
+
+void RequireFinishedRun(const std::vector<RankReport>& ranks,
+                        const std::string& dir) {
+  std::string reasons;
+  bool out_of_memory = false;
+  for (const RankReport& rank : ranks) {
+    const std::string reason = UnfinishedReason(rank);
+    if (reason.empty()) continue;
+    reasons += (reasons.empty() ? "" : "; ") + std::string("rank ") +
+               std::to_string(rank.context.rank) + " " + reason;
+    if (rank.out_of_memory) {
+      reasons += " (" + OutOfMemoryMessage(*rank.out_of_memory) + ")";
+    }
+    out_of_memory = out_of_memory || rank.out_of_memory.has_value();
+  }
+  if (reasons.empty()) return;
+  throw RunFailure(
+      "--run " + dir + ": " + reasons +
+      ". A failed run has no figures to gate or to keep as a baseline; " +
+      (out_of_memory
+           ? "make it fit (its report.md gives the verdict and the levers; "
+             "'memprof fit' tries them)"
+           : "find why it stopped (its report.md)") +
+      ", profile it again to the end, and gate that run");
 }
 
 RunFigures RunFromReports(const std::vector<RankReport>& ranks,

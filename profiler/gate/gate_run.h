@@ -24,7 +24,16 @@ struct CheckOptions {
 Baseline LoadBaseline(const std::string& path);
 
 // rank-0.json .. rank-<world_size - 1>.json of a `profile --out` directory.
+// Throws RunFailure (RequireFinishedRun) for a run that failed, InputError
+// for a missing or malformed report.
 RunFigures LoadRun(const std::string& dir);
+
+// Throws RunFailure naming every rank of `ranks` that did not run all its
+// configured steps to completion (out of memory, killed and recovered, a
+// step cut short, fewer steps), the reason and the remedy: such a run is
+// neither gated nor kept as a baseline. `dir` is the run's --run.
+void RequireFinishedRun(const std::vector<RankReport>& ranks,
+                        const std::string& dir);
 
 // The rank reports as rank 0 gathers them; `dir` names them in errors.
 RunFigures RunFromReports(const std::vector<RankReport>& ranks,

@@ -44,6 +44,12 @@ class RankReportReader {
         oom != doc.end() && !oom->is_null()) {
       out.out_of_memory = OutOfMemory(r_.Object(doc, "", "out_of_memory"));
     }
+    // A rank stopped before step 1 ran none (since memprof.rank/1.8).
+    if (out.steps.empty() && !out.out_of_memory && !out.post_mortem) {
+      r_.Fail("steps",
+              "empty (no step ran), yet the rank neither ran out of memory "
+              "nor was killed");
+    }
     out.timeline = Timeline(r_.Array(doc, "", "timeline"));
     out.series = Series(r_.Object(doc, "", "series"));
     out.hook = Hook(r_.Object(doc, "", "hook"));
@@ -306,7 +312,6 @@ void RankReportReader::Peaks(const Json& doc, RankReport& out) const {
 
 std::vector<StepReport> RankReportReader::Steps(
     const Json& steps, std::vector<StepDetail>& details) const {
-  if (steps.empty()) r_.Fail("steps", "empty (no step ran)");
   std::vector<StepReport> out;
   for (size_t i = 0; i < steps.size(); ++i) {
     const std::string where = JsonElement("steps", i);

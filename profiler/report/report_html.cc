@@ -9,6 +9,7 @@
 #include "profiler/base/category.h"
 #include "profiler/base/human_bytes.h"
 #include "profiler/predict/prediction.h"
+#include "profiler/report/rank_outcome.h"
 #include "profiler/report/summary.h"
 #include "profiler/report/svg_chart.h"
 
@@ -157,6 +158,11 @@ std::string RankChart(const RankReport& rank) {
   const int64_t step = series.step;
   std::string out = "<h3>Rank " + std::to_string(r) +
                     (host.empty() ? "" : " (" + Esc(host) + ")") + "</h3>\n";
+  if (!ReachedSteadyState(rank)) {
+    const std::string why = UnfinishedReason(rank);
+    return out + "<p class=\"explain\">No steady-state step completed on " +
+           "this rank" + (why.empty() ? "" : Esc(": it " + why)) + ".</p>\n";
+  }
   if (step == 0 || series.seq.empty()) {
     return out +
            "<p class=\"explain\">No steady-state step was recorded for "
@@ -275,7 +281,10 @@ std::string PredictionSection(const RunView& view) {
     group.data = {{"data-category", group.label}};
     for (const RankReport& rank : view.ranks) {
       group.bars.push_back(CategoryBar(rank, c, true));
-      group.bars.push_back(CategoryBar(rank, c, false));
+      // A rank cut short before the steady state has no whole step to show.
+      if (ReachedSteadyState(rank)) {
+        group.bars.push_back(CategoryBar(rank, c, false));
+      }
     }
     chart.groups.push_back(std::move(group));
   }

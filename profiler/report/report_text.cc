@@ -11,6 +11,7 @@
 #include "profiler/predict/fit.h"
 #include "profiler/predict/prediction.h"
 #include "profiler/report/gpu_tables.h"
+#include "profiler/report/rank_outcome.h"
 #include "profiler/report/summary.h"
 
 namespace memprof {
@@ -39,13 +40,47 @@ std::string RankHeader(const RankReport& rank) {
   return "rank " + std::to_string(rank.context.rank);
 }
 
-// "4", or "4 configured, stopped in step 2 (out of memory)".
+// "4", or "4 configured, stopped in step 2 (out of memory)", "... stopped
+// before step 1 (killed)".
 std::string StepsRun(const RankReport& rank) {
   const int64_t configured = rank.context.config.train.steps;
-  const StepReport& last = rank.steps.back();
-  if (last.completed) return std::to_string(configured);
-  return std::to_string(configured) + " configured, stopped in step " +
-         std::to_string(last.step) + " (out of memory)";
+  if (!rank.steps.empty() && rank.steps.back().completed) {
+    return std::to_string(configured);
+  }
+  const std::string cause = rank.out_of_memory ? "out of memory"
+                            : rank.post_mortem ? "killed"
+                                               : "cut short";
+  return std::to_string(configured) + " configured, stopped " +
+         (rank.steps.empty()
+              ? std::string("before step 1")
+              : "in step " + std::to_string(rank.steps.back().step)) +
+         " (" + cause + ")";
+}
+
+// "steady state from step 3", or that no steady-state step completed.
+std::string SteadyState(const RankReport& rank) {
+  return ReachedSteadyState(rank) ? "steady state from step " +
+                                        std::to_string(rank.steady_first_step)
+                                  : "no steady-state step completed";
+}
+
+// "—" for a figure of a rank that never completed a steady-state step: its
+// partial figures are not a whole step's, and are not compared.
+constexpr const char* kNotReached = "—";
+
+// A note for each rank of `view` that completed no steady-state step.
+std::vector<std::string> NotReachedNotes(const RunView& view) {
+  std::vector<std::string> notes;
+  for (const RankReport& rank : view.ranks) {
+    if (ReachedSteadyState(rank)) continue;
+    const std::string why = UnfinishedReason(rank);
+    notes.push_back(RankHeader(rank) + " completed no steady-state step" +
+                    (why.empty() ? "" : " (it " + why + ")") +
+                    ": its figures (" + kNotReached +
+                    ") are not a whole step's and are not compared with the "
+                    "predictions.");
+  }
+  return notes;
 }
 
 // "depth 3, hidden 64, ...": the model's section of the config, by key.
@@ -56,6 +91,19 @@ std::string ModelShape(const RunConfig& config) {
     shape += (shape.empty() ? "" : ", ") + key + " " + Scalar(value);
   }
   return shape;
+}
+
+// False when the rank ran out of memory while building the model: no
+// parameter was counted.
+bool ModelBuilt(const RankReport& rank) {
+  return rank.parameters > 0 || !rank.out_of_memory;
+}
+
+// "11,082 (predicted 11,082)", or "none built (predicted 11,082)".
+std::string Parameters(const RankReport& rank) {
+  return (ModelBuilt(rank) ? GroupedInteger(rank.parameters)
+                           : std::string("none built")) +
+         " (predicted " + GroupedInteger(rank.predicted_parameters) + ")";
 }
 
 std::string Hosts(const RunView& view) {
@@ -76,13 +124,11 @@ std::vector<std::pair<std::string, std::string>> Context(const RunView& view) {
   return {
       {"config", config.source},
       {"model", config.model + (shape.empty() ? "" : ": " + shape)},
-      {"parameters", GroupedInteger(first.parameters) + " (predicted " +
-                         GroupedInteger(first.predicted_parameters) + ")"},
+      {"parameters", Parameters(first)},
       {"ranks", std::to_string(view.world_size) + " (" + context.backend +
                     ", " + context.device + ") on " + Hosts(view)},
       {"micro-batch", std::to_string(first.micro_batch) + " per rank"},
-      {"steps", StepsRun(first) + "; steady state from step " +
-                    std::to_string(first.steady_first_step)},
+      {"steps", StepsRun(first) + "; " + SteadyState(first)},
       {"optimizer", config.train.optimizer + ", " + config.train.dtype},
       {"DDP", Plural(first.ddp.buckets, "bucket") + ", bucket_cap_mb " +
                   Number(first.ddp.bucket_cap_mb) +
@@ -128,22 +174,33 @@ ReportTable CategoriesTable(const RunView& view) {
                                     Bytes(first.Of(c).predicted_bytes)};
     for (const RankReport& rank : view.ranks) {
       const CategoryFigures& f = rank.Of(c);
+      if (!ReachedSteadyState(rank)) {
+        row.insert(row.end(), {kNotReached, kNotReached});
+        continue;
+      }
       row.push_back(Bytes(ComparedBytes(f, c)));
       row.push_back(
           FormatError(ErrorOf(ComparedBytes(f, c), f.predicted_bytes)));
     }
-    row.push_back(BytesPerParameter(first, c));
+    row.push_back(ReachedSteadyState(first) ? BytesPerParameter(first, c) : "");
     table.rows.push_back(row);
   }
   std::vector<std::string> peak = {"peak (all)",
                                    Bytes(first.predicted_peak.total_bytes)};
   for (const RankReport& rank : view.ranks) {
+    if (!ReachedSteadyState(rank)) {
+      peak.insert(peak.end(), {kNotReached, kNotReached});
+      continue;
+    }
     peak.push_back(Bytes(rank.peak.total_bytes));
     peak.push_back(FormatError(
         ErrorOf(rank.peak.total_bytes, rank.predicted_peak.total_bytes)));
   }
   peak.push_back("");
   table.rows.push_back(peak);
+  for (std::string& note : NotReachedNotes(view)) {
+    table.notes.push_back(std::move(note));
+  }
   if (first.checkpointing) {
     table.notes.push_back(CheckpointingSentence(view.ranks) + ".");
   }
@@ -163,10 +220,11 @@ ReportTable PeakTable(const RunView& view) {
   const RankReport& first = view.ranks.front();
   const PredictedPeak& predicted = first.predicted_peak;
   table.caption =
-      "Live bytes by category at each rank's steady-state peak "
-      "(steps " +
-      std::to_string(first.steady_first_step) +
-      " on), next to the predicted peak.";
+      "Live bytes by category at each rank's steady-state peak" +
+      (ReachedSteadyState(first)
+           ? " (steps " + std::to_string(first.steady_first_step) + " on)"
+           : std::string()) +
+      ", next to the predicted peak.";
   table.header = {"category", "predicted"};
   for (const RankReport& rank : view.ranks) {
     table.header.push_back(RankHeader(rank));
@@ -178,16 +236,24 @@ ReportTable PeakTable(const RunView& view) {
     std::vector<std::string> row = {std::string(CategoryName(c)),
                                     Bytes(predicted.breakdown[Index(c)])};
     for (const RankReport& rank : view.ranks) {
-      row.push_back(Bytes(rank.peak.breakdown[Index(c)]));
+      row.push_back(ReachedSteadyState(rank)
+                        ? Bytes(rank.peak.breakdown[Index(c)])
+                        : kNotReached);
     }
     table.rows.push_back(row);
   }
   std::vector<std::string> total = {"total", Bytes(predicted.total_bytes)};
   for (const RankReport& rank : view.ranks) {
-    total.push_back(Bytes(rank.peak.total_bytes));
+    total.push_back(ReachedSteadyState(rank) ? Bytes(rank.peak.total_bytes)
+                                             : kNotReached);
   }
   table.rows.push_back(total);
   for (const RankReport& rank : view.ranks) {
+    if (!ReachedSteadyState(rank)) {
+      table.notes.push_back(RankHeader(rank) +
+                            ": no steady-state step completed.");
+      continue;
+    }
     const PeakFigures& peak = rank.peak;
     table.notes.push_back(RankHeader(rank) + ": " + Bytes(peak.total_bytes) +
                           " (" + GroupedInteger(peak.total_bytes) +
@@ -208,9 +274,12 @@ ReportTable StepsTable(const RunView& view) {
   const RankReport& first = view.ranks.front();
   table.caption =
       "The peak of every step. Step 1 creates the gradients and the optimizer "
-      "state, DDP rebuilds its buckets once in step 2; the steady state starts "
-      "at step " +
-      std::to_string(first.steady_first_step) + ".";
+      "state, DDP rebuilds its buckets once in step 2; " +
+      (ReachedSteadyState(first)
+           ? "the steady state starts at step " +
+                 std::to_string(first.steady_first_step)
+           : std::string("no steady-state step completed")) +
+      ".";
   table.header = {"step", "state"};
   for (const RankReport& rank : view.ranks) {
     table.header.push_back(RankHeader(rank) + " peak");
@@ -242,7 +311,9 @@ ReportTable StepsTable(const RunView& view) {
       continue;
     }
     std::vector<std::string> row = {std::to_string(step.step),
-                                    step.steady_state ? "steady" : "warm-up"};
+                                    !step.completed     ? "cut short"
+                                    : step.steady_state ? "steady"
+                                                        : "warm-up"};
     for (const RankReport& rank : view.ranks) {
       const StepReport& figures = rank.steps[s];
       char ms[32];
@@ -264,9 +335,11 @@ ReportTable StepsTable(const RunView& view) {
   const int64_t step1 = first.steps.front().peak_bytes;
   const int64_t steady = first.peak.total_bytes;
   table.notes.push_back(RankHeader(first) + ": step 1 peaked at " +
-                        HumanBytes(step1) + ", the steady state at " +
-                        HumanBytes(steady) + " (" +
-                        SignedBytes(steady - step1) + ").");
+                        HumanBytes(step1) +
+                        (ReachedSteadyState(first)
+                             ? ", the steady state at " + HumanBytes(steady) +
+                                   " (" + SignedBytes(steady - step1) + ")."
+                             : "; no steady-state step completed."));
   return table;
 }
 
@@ -277,8 +350,9 @@ ReportTable OutOfMemoryTable(const RunView& view) {
   table.title = "Out of memory";
   table.caption =
       "Live bytes by category when --memory-limit refused an allocation; the "
-      "rank stopped there. The figures in the other tables cover the steps "
-      "up to and including the one cut short.";
+      "rank stopped there. The steps table lists the steps up to and "
+      "including the one cut short; a rank that completed no steady-state "
+      "step has no figures compared with the predictions.";
   table.header = {"category"};
   std::vector<const OutOfMemoryFigures*> failed;
   for (const RankReport& rank : view.ranks) {
@@ -334,9 +408,12 @@ std::string OutOfMemorySentence(const OutOfMemoryFigures& oom) {
 ReportText BuildReportText(const RunView& view) {
   ReportText text;
   const RankReport& first = view.ranks.front();
-  text.title = "memprof: " + first.context.config.model + ", " +
-               GroupedInteger(first.parameters) + " parameters, " +
-               Plural(view.world_size, "rank");
+  text.title =
+      "memprof: " + first.context.config.model + ", " +
+      (ModelBuilt(first) ? GroupedInteger(first.parameters) + " parameters"
+                         : GroupedInteger(first.predicted_parameters) +
+                               " parameters (predicted)") +
+      ", " + Plural(view.world_size, "rank");
   text.context = Context(view);
   for (const RankFileProblem& problem : view.problems) {
     text.incomplete.push_back("rank " + std::to_string(problem.rank) +
@@ -372,10 +449,14 @@ ReportText BuildReportText(const RunView& view) {
   if (!text.out_of_memory.empty()) {
     text.tables.push_back(OutOfMemoryTable(view));
   }
-  for (ReportTable table :
-       {CategoriesTable(view), PeakTable(view), StepsTable(view)}) {
+  for (ReportTable table : {CategoriesTable(view), PeakTable(view)}) {
     text.tables.push_back(std::move(table));
   }
+  // A rank stopped before step 1 has no step to list.
+  const bool stepped =
+      std::all_of(view.ranks.begin(), view.ranks.end(),
+                  [](const RankReport& rank) { return !rank.steps.empty(); });
+  if (stepped) text.tables.push_back(StepsTable(view));
   for (ReportTable table : GpuTables(view)) {
     text.tables.push_back(std::move(table));
   }

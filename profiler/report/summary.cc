@@ -298,7 +298,10 @@ std::string FormatSummaryTable(const std::vector<RankReport>& ranks) {
   out << Cell(" %-22s", FormatError(WorstError(peak_errors)));
   out << "\n" << Cell("%-16s", "step 1 peak") << Cell(" %11s", "");
   for (const RankReport& rank : ranks) {
-    out << Cell(" %11s", HumanBytes(rank.steps.front().peak_bytes));
+    // A rank stopped before step 1 has none.
+    out << Cell(" %11s", rank.steps.empty()
+                             ? std::string("-")
+                             : HumanBytes(rank.steps.front().peak_bytes));
   }
   const PeakFigures& peak = first.peak;
   out << "\n\nsteady-state peak (rank 0): " << HumanBytes(peak.total_bytes)

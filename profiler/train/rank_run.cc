@@ -54,7 +54,8 @@ std::optional<CheckpointingFigures> CheckpointingOf(const RankRun& run) {
 }
 
 // Every step: its record from the loop, or, for a rank recovered from its
-// capture (no records), its time from the marks, cut short when last.
+// capture (no records), its time from the marks, cut short when last. A
+// step cut short is never in the steady state: its figures are partial.
 std::vector<StepReport> StepsOf(const RankRun& run) {
   const Analysis& a = run.analysis;
   std::vector<StepReport> steps;
@@ -62,7 +63,6 @@ std::vector<StepReport> StepsOf(const RankRun& run) {
     const StepPeak& peak = a.step_peaks[i];
     StepReport step;
     step.step = static_cast<int>(i) + 1;
-    step.steady_state = step.step >= a.steady_first_step;
     if (i < run.step_records.size()) {
       const StepRecord& record = run.step_records[i];
       step.completed = record.completed;
@@ -75,6 +75,7 @@ std::vector<StepReport> StepsOf(const RankRun& run) {
       step.completed = i + 1 < a.step_peaks.size();
       step.seconds = static_cast<double>(peak.end_ns - peak.begin_ns) * 1e-9;
     }
+    step.steady_state = step.completed && step.step >= a.steady_first_step;
     step.peak_bytes = peak.total_bytes;
     step.peak_phase = peak.phase;
     step.peak_seq = peak.seq;

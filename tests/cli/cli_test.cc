@@ -30,6 +30,11 @@ class CliTest : public TempDirTest {
     return path;
   }
   std::string Out() const { return (dir_ / "out").string(); }
+  static std::string ReadText(const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)),
+                       std::istreambuf_iterator<char>());
+  }
   bool NothingWritten() const { return !fs::exists(dir_ / "out"); }
 };
 
@@ -325,7 +330,8 @@ TEST_F(CliTest, UnknownCommandAndNoCommandAreBadInput) {
 }
 
 // A job of one that runs out of memory still renders its reports, the
-// out-of-memory breakdown first; before the first step, its JSON is all.
+// out-of-memory breakdown first, before the first step too (issue 35: the
+// model alone does not fit).
 TEST_F(CliTest, OutOfMemoryIsReportedFirstAndExitsThree) {
   Result r =
       RunMemprof(std::string("profile --config ") + kTiny +
@@ -354,8 +360,62 @@ TEST_F(CliTest, OutOfMemoryIsReportedFirstAndExitsThree) {
       nlohmann::json::parse(std::ifstream(Out() + "-init/rank-0.json"));
   EXPECT_EQ(report["out_of_memory"]["phase"], "model_init");
   EXPECT_EQ(report["out_of_memory"]["refused_by"], "limit");
+  // What was live is the half-built model: weights, not temporaries.
+  EXPECT_GT(report["out_of_memory"]["live_bytes"].get<int64_t>(), 0);
+  EXPECT_EQ(report["out_of_memory"]["breakdown"]["weights"],
+            report["out_of_memory"]["live_bytes"]);
   EXPECT_TRUE(report["steps"].empty());
+  // Rendered: the model state at the refusal, the verdict and its remedy;
+  // nothing compared with a steady state it never reached.
+  const std::string init = ReadText(Out() + "-init/report.md");
+  EXPECT_NE(init.find("> **Out of memory:**\n> - rank 0: out of memory in "
+                      "model_init: tried to allocate"),
+            std::string::npos)
+      << init;
+  EXPECT_NE(init.find("model-state-overflow: even micro-batch 1 peaks at"),
+            std::string::npos)
+      << init;
+  EXPECT_NE(init.find("- **steps**: 4 configured, stopped before step 1 (out "
+                      "of memory); no steady-state step completed"),
+            std::string::npos)
+      << init;
+  EXPECT_NE(init.find("| peak (all) | 250 KiB | — | — |"), std::string::npos)
+      << init;
+  EXPECT_EQ(init.find("## Steps"), std::string::npos) << init;
+  EXPECT_TRUE(fs::exists(Out() + "-init/report.html"));
+  r = RunMemprof("report --run " + Out() + "-init");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
   fs::remove_all(Out() + "-init");
+}
+
+// Issue 35: out of memory in step 2 of 4 (steps from 2 on would have been
+// the steady state, clamped to the steps that ran): the cut step is not a
+// steady-state step, and its partial figures are not errors.
+TEST_F(CliTest, AStepCutShortByOutOfMemoryIsNotTheSteadyState) {
+  const Result r = RunMemprof(std::string("profile --config ") + kTiny +
+                              " --memory-limit 252000 --out " + Out());
+  ASSERT_EQ(r.exit_code, 3) << r.output;
+  ASSERT_NE(r.output.find("out of memory in optimizer of step 2"),
+            std::string::npos)
+      << r.output;
+  const nlohmann::json report =
+      nlohmann::json::parse(std::ifstream(Out() + "/rank-0.json"));
+  ASSERT_EQ(report["steps"].size(), 2u);
+  EXPECT_FALSE(report["steps"][1]["completed"]);
+  EXPECT_FALSE(report["steps"][1]["steady_state"]);
+  const std::string markdown = ReadText(Out() + "/report.md");
+  EXPECT_NE(markdown.find("stopped in step 2 (out of memory); no "
+                          "steady-state step completed"),
+            std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("| 2 | cut short |"), std::string::npos) << markdown;
+  EXPECT_EQ(markdown.find("| steady |"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("| weights | 43.3 KiB | — | — |"), std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("rank 0 completed no steady-state step (it ran out "
+                          "of memory in step 2 of 4"),
+            std::string::npos)
+      << markdown;
 }
 
 // Note [System refusals]: an allocation no machine here can serve (a 32.7

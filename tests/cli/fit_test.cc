@@ -263,6 +263,23 @@ TEST_F(FitMeasure, BelowModelStateEvenMicroBatchOneRunsOutOfMemory) {
   EXPECT_TRUE(fs::exists(dir_ / "micro-batch-1" / "rank-0.json"));
 }
 
+// Issue 35: below the weights alone, micro-batch 1 runs out of memory
+// while the model is built, before step 1; fit --measure gives its measured
+// verdict (it exited 3, its run's report refused) and the run its report.
+TEST_F(FitMeasure, BelowTheWeightsTheRunStopsBeforeStepOneAndIsMeasured) {
+  const CommandResult r =
+      RunMemprof("fit --config " + kTiny + " --budget 30000 --measure --out " +
+                 dir_.string());
+  EXPECT_EQ(r.exit_code, kExitCheckFailed) << r.output;
+  EXPECT_NE(r.output.find("micro-batch 1: out of memory in model_init"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("measured verdict: model-state-overflow"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::exists(dir_ / "micro-batch-1" / "report.md"));
+}
+
 TEST_F(FitMeasure, BetweenModelStateAndPeakNamesALargestMicroBatchThatRuns) {
   const RunConfig tiny =
       ParseFitArgs({"--config", kTiny, "--budget", "1"}).config;

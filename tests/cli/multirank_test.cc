@@ -520,6 +520,26 @@ TEST_F(MultiRankTest, ARankOutOfMemoryIsNamedAndTheJobExitsThree) {
   EXPECT_EQ(sum, oom["live_bytes"].get<int64_t>());
 }
 
+// Issue 35: the model alone does not fit on either rank. The launcher named
+// only "exited with code 3" (the rank's report, with no step, was refused)
+// and rendered nothing; now it names the out-of-memory and renders the run.
+TEST_F(MultiRankTest, OutOfMemoryBeforeStepOneIsNamedAndRendered) {
+  const CommandResult r =
+      RunMemprof(std::string("profile --config ") + kTiny +
+                 " --world-size 2 --memory-limit 10000 --out " + Out("init"));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find(") ran out of memory: out of memory in model_init"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("exited with code"), std::string::npos) << r.output;
+  std::ifstream in(Out("init") + "/report.md");
+  const std::string markdown((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  EXPECT_NE(markdown.find("## Out of memory"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("model-state-overflow"), std::string::npos)
+      << markdown;
+}
+
 // memprof sweep: model state flat in N to the byte, activations as 1/N,
 // communication measured around the real all-reduce.
 TEST_F(MultiRankTest, SweepKeepsModelStateFlatAndActivationsFollowOneOverN) {

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -29,6 +30,9 @@ constexpr const char* kTiny = MEMPROF_SOURCE_DIR "/configs/mlp-tiny.ini";
 constexpr const char* kBaselines = MEMPROF_SOURCE_DIR "/reports/baselines";
 constexpr const char* kSeedReport =
     MEMPROF_SOURCE_DIR "/fuzz/seeds/rank-0.json";
+// mlp-tiny at its own micro-batch 8 runs out of memory under this limit in
+// step 2's optimizer update (step 1 peaks below it).
+constexpr int64_t kStepTwoLimitBytes = 252000;
 constexpr const char* kModelState[] = {"weights", "gradients",
                                        "optimizer_state", "ddp_buckets"};
 
@@ -426,6 +430,100 @@ TEST_F(RegressionGateTest, MalformedRankReportsAreBadInputForCheckAndBaseline) {
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find(reason), std::string::npos) << r.output;
     EXPECT_FALSE(fs::exists(Path("b.json")));
+  }
+}
+
+// Issue 35: a run stopped by --memory-limit in step 2 passed the gate
+// ("improved") and could be kept as a baseline. Both now refuse it with
+// exit 3 (the run failed), naming the rank, the reason and the remedy.
+TEST_F(RegressionGateTest, CheckAndBaselineRefuseARunCutShortByOutOfMemory) {
+  const std::string baseline = std::string(kBaselines) + "/mlp-tiny-ws1.json";
+  const CommandResult run =
+      RunMemprof(std::string("profile --config ") + kTiny + " --memory-limit " +
+                 std::to_string(kStepTwoLimitBytes) + " --out " + Path("oom"));
+  ASSERT_EQ(run.exit_code, 3) << run.output;
+  ASSERT_NE(run.output.find("out of memory in optimizer of step 2"),
+            std::string::npos)
+      << run.output;
+  CommandResult r =
+      RunMemprof("check --baseline " + baseline + " --run " + Path("oom"));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("run failed: --run " + Path("oom") +
+                          ": rank 0 ran out of memory in step 2 of 4 (out of "
+                          "memory in optimizer of step 2"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("make it fit"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("improved"), std::string::npos) << r.output;
+  r = RunMemprof("baseline --run " + Path("oom") + " --out " + Path("b.json"));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("rank 0 ran out of memory in step 2 of 4"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(Path("b.json")));
+}
+
+// Issue 35: ranks killed and recovered from their captures, a step cut
+// short, fewer steps than configured: each a failed run that check and
+// baseline refuse with exit 3, naming every such rank and why. The runs are
+// the committed two-rank run, edited; unedited it gates green.
+TEST_F(RegressionGateTest, CheckAndBaselineRefuseKilledAndShortRuns) {
+  const std::string data = MEMPROF_SOURCE_DIR "/tests/data/run-mlp-tiny-ws2";
+  const auto copy = [&](const std::string& name,
+                        const std::function<void(Json&)>& edit) {
+    fs::create_directories(Path(name));
+    for (const char* rank : {"rank-0.json", "rank-1.json"}) {
+      Json report = Read(data + "/" + rank);
+      edit(report);
+      Write(name + "/" + rank, report.dump());
+    }
+    return Path(name);
+  };
+  const std::string good = copy("good", [](Json&) {});
+  ASSERT_EQ(RunMemprof("baseline --run " + good + " --out " + Path("b.json"))
+                .exit_code,
+            0);
+  ASSERT_EQ(RunMemprof("check --baseline " + Path("b.json") + " --run " + good)
+                .exit_code,
+            0);
+  const auto killed = [](Json& report) {
+    report["post_mortem"] = {{"killed_by", "signal 9 (Killed)"},
+                             {"records", 1000},
+                             {"torn_record_dropped", false},
+                             {"last_seq", 900},
+                             {"step", 4},
+                             {"phase", "backward"},
+                             {"live_bytes", report["run_peak"]["breakdown"]}};
+    report["steps"].back()["completed"] = false;
+  };
+  const std::pair<std::string, std::string> cases[] = {
+      {copy("killed", killed),
+       "rank 0 was killed (signal 9 (Killed)) in step 4 of 4; its report was "
+       "recovered from its capture (post-mortem); rank 1 was killed"},
+      {copy("cut",
+            [](Json& report) {
+              if (report["context"]["rank"] == 1) {
+                report["steps"].back()["completed"] = false;
+              }
+            }),
+       "cut: rank 1 did not complete step 4 of 4. "},
+      {copy("short",
+            [](Json& report) {
+              report["steps"].erase(report["steps"].size() - 1);
+            }),
+       "short: rank 0 ran 3 of 4 steps; rank 1 ran 3 of 4 steps. "},
+  };
+  for (const auto& [run, reason] : cases) {
+    CommandResult r =
+        RunMemprof("check --baseline " + Path("b.json") + " --run " + run);
+    EXPECT_EQ(r.exit_code, 3) << r.output;
+    EXPECT_NE(r.output.find(reason), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("profile it again to the end"), std::string::npos)
+        << r.output;
+    r = RunMemprof("baseline --run " + run + " --out " + Path("again.json"));
+    EXPECT_EQ(r.exit_code, 3) << r.output;
+    EXPECT_NE(r.output.find(reason), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(Path("again.json")));
   }
 }
 

@@ -15,6 +15,7 @@
 
 #include "profiler/base/errors.h"
 #include "profiler/gate/gate_run.h"
+#include "profiler/predict/fit.h"
 #include "profiler/report/chrome_trace.h"
 #include "profiler/report/rank_report.h"
 #include "profiler/report/report_html.h"
@@ -178,6 +179,56 @@ TEST(RankReportReader, ErrorsNameTheFileAndTheJsonPath) {
               RankReportFromJson(doc, "r0.json");
             }).find("peak.phase: unknown phase 'lunch'"),
             std::string::npos);
+}
+
+// Issue 35: a rank whose model alone did not fit stops before step 1 with
+// no step; its report is read (since memprof.rank/1.8) and rendered, its
+// figures not compared with a steady state it never reached; a report with
+// no step and no cause is still refused.
+TEST(RankReportReader, AReportWithNoStepIsReadWhenTheRankStoppedBeforeIt) {
+  RankReport report = RankReportFromJson(OneRankReport(), "fixture");
+  report.steps.clear();
+  report.step_details.clear();
+  report.timeline.clear();
+  report.series = LiveSeries{};
+  report.redundancy.clear();
+  const std::string empty =
+      InputErrorOf([&] { RankReportFromJson(ToJson(report), "rank-0.json"); });
+  EXPECT_NE(empty.find("rank-0.json: steps: empty (no step ran), yet the rank "
+                       "neither ran out of memory nor was killed"),
+            std::string::npos)
+      << empty;
+
+  OutOfMemoryFigures oom;
+  oom.limit_bytes = 30000;
+  oom.requested_bytes = 16384;
+  oom.live_bytes = 20480;
+  oom.seq = 12;
+  oom.phase = Phase::kModelInit;
+  oom.breakdown[Index(Category::kWeights)] = 20480;
+  oom.fit = Fit(report.context.config, oom.limit_bytes);
+  report.out_of_memory = oom;
+  const RankReport read = RankReportFromJson(ToJson(report), "rank-0.json");
+  EXPECT_TRUE(read.steps.empty());
+  const RunView view = RunViewOf("run", {read});
+  const ReportText text = BuildReportText(view);
+  const std::string markdown = FormatReportMarkdown(text);
+  EXPECT_NE(markdown.find("stopped before step 1 (out of memory); no "
+                          "steady-state step completed"),
+            std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("| weights | 20.0 KiB |"), std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("model-state-overflow"), std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("| weights | 43.3 KiB | — | — |"), std::string::npos)
+      << markdown;
+  const std::string html = FormatReportHtml(view, text);
+  EXPECT_NE(html.find("No steady-state step completed on this rank: it ran "
+                      "out of memory before step 1 of 4"),
+            std::string::npos);
+  EXPECT_FALSE(ChromeTraceJson(view).dump().empty());
+  EXPECT_FALSE(FormatSummaryTable({read}).empty());
 }
 
 TEST_F(Corpus, ReportAndCheckAcceptAndRefuseTheSameRankReports) {

@@ -1,0 +1,25 @@
+// How a rank's run ended, from its report alone: every configured step run
+// to completion, or why not. The gate refuses a run whose ranks did not all
+// finish (a failed run has no figures to compare or to keep), and the
+// reports say which steps a cut-short run never reached.
+#pragma once
+
+#include <string>
+
+#include "profiler/report/rank_report.h"
+
+namespace memprof {
+
+// "" when the rank ran every configured step to completion; otherwise why
+// not, in words, first cause first: "ran out of memory in step 2 of 300",
+// "was killed (SIGKILL) in step 7 of 300; its report was recovered from its
+// capture (post-mortem)", "did not complete step 3 of 4", "ran 2 of 4
+// steps".
+std::string UnfinishedReason(const RankReport& report);
+
+// Whether some step from the steady state's first on ran to completion: the
+// figures "at the steady-state peak" are then a whole step's, comparable
+// with the prediction. False for a rank cut short before that.
+bool ReachedSteadyState(const RankReport& report);
+
+}  // namespace memprof
