@@ -104,9 +104,10 @@ InputError UnknownFlag(const po::unknown_option& e,
       matches += (matches.empty() ? "" : " or ") + ("--" + flag);
     }
   }
-  return InputError("unknown flag '" + given + "'" +
-                    (matches.empty() ? "" : "; did you mean " + matches + "?") +
-                    "; run 'memprof " + command + " --help' for the list");
+  return InputError(
+      "unknown flag '" + given + "'" +
+      (matches.empty() ? "; run" : "; did you mean " + matches + "? Run") +
+      " 'memprof " + command + " --help' for the list");
 }
 
 // Parses `words` against `flags`; errors name the command's --help.
