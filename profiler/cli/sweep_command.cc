@@ -423,8 +423,10 @@ int RunSweepCommand(const SweepArgs& args) {
   std::cout << FormatReportMarkdown(text) << "sweep: " << args.out_dir
             << "/sweep.json, sweep.md, sweep.svg, sweep.html\n";
   if (failure) {
-    throw RunFailure("sweep: " + FailedSentence(sweep) + " The completed " +
-                     "points are in " + args.out_dir + "/sweep.json");
+    std::string sentence = FailedSentence(sweep);
+    sentence[0] = 't';  // "The run at ..." as a clause after "sweep: "
+    throw RunFailure("sweep: " + sentence + " The completed points are in " +
+                     args.out_dir + "/sweep.json");
   }
   return kExitOk;
 }
