@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
@@ -66,6 +67,11 @@ struct DdpConfig {
 
 struct RunConfig {
   std::string source;  // the config file it came from ("" for defaults)
+  // Each key ("mlp.hidden") -> where its value came from: "FILE:LINE", the
+  // flag ("--micro-batch"), "WORLD_SIZE" (an external launcher) or
+  // "default" (effective_config.h). Empty when not recorded (a report
+  // written before memprof.rank/1.8).
+  std::map<std::string, std::string> origins;
   std::string model = "mlp";
   MlpConfig mlp;
   GptConfig gpt;

@@ -14,4 +14,19 @@ double Median(std::vector<double> values) {
   return (lower + upper) / 2;
 }
 
+double Spread::Relative() const {
+  return median > 0 ? (max - min) / median : 0;
+}
+
+Spread SpreadOf(const std::vector<double>& values) {
+  Spread spread;
+  if (values.empty()) return spread;
+  const auto [min, max] = std::minmax_element(values.begin(), values.end());
+  spread.count = static_cast<int64_t>(values.size());
+  spread.min = *min;
+  spread.max = *max;
+  spread.median = Median(values);
+  return spread;
+}
+
 }  // namespace memprof

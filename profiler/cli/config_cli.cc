@@ -1,10 +1,12 @@
 #include "profiler/cli/config_cli.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -12,8 +14,10 @@
 #include <boost/program_options.hpp>
 
 #include "models/config_validation.h"
+#include "profiler/base/effective_config.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
+#include "profiler/cli/config_file.h"
 #include "profiler/cli/flag_parsing.h"
 
 namespace memprof {
@@ -92,15 +96,6 @@ std::string At(const std::string& path, int line) {
   return line > 0 ? path + ":" + std::to_string(line) : path;
 }
 
-// Where a key's value came from, for error messages.
-std::string SourceOf(const std::string& key, const po::variables_map& cli,
-                     const std::string& path) {
-  if (cli.count(key)) return "--" + key;
-  if (!path.empty())
-    return At(path, FindKeyLine(path, key)) + ": key '" + key + "'";
-  return "default of '" + key + "'";
-}
-
 // `words` without the flags named in `dropped` and their values: the
 // config words to pass on to `memprof profile`. Switches among `dropped`
 // take no value.
@@ -138,22 +133,11 @@ int64_t ByteSizeFlag(const std::string& flag, const std::string& text) {
 }
 
 int FindKeyLine(const std::string& path, const std::string& key) {
-  std::ifstream in(path);
-  std::string line, section;
-  for (int number = 1; std::getline(in, line); ++number) {
-    const size_t begin = line.find_first_not_of(" \t");
-    if (begin == std::string::npos || line[begin] == '#' || line[begin] == ';')
-      continue;
-    if (line[begin] == '[') {
-      const size_t end = line.find(']', begin);
-      section = line.substr(begin + 1, end - begin - 1);
-      continue;
-    }
-    std::string name = line.substr(begin, line.find('=') - begin);
-    name.erase(name.find_last_not_of(" \t") + 1);
-    if ((section.empty() ? name : section + "." + name) == key) return number;
-  }
-  return 0;
+  std::ifstream in(path, std::ios::binary);
+  const ConfigFileText file = ConfigFileTextOf(
+      path, std::string(std::istreambuf_iterator<char>(in), {}));
+  const auto line = file.key_lines.find(key);
+  return line == file.key_lines.end() ? 0 : line->second;
 }
 
 namespace {
@@ -166,34 +150,42 @@ constexpr std::pair<const char*, const char*> kAliasKeys[] = {
     {"steps", "train.steps"}};
 
 // Adds the keys of the INI file at `path` to `vm` (the command line's
-// values win). InputError names the file, and the line where there is one.
-void StoreConfigFile(const std::string& path,
-                     const po::options_description& keys,
-                     const std::string& command, po::variables_map& vm) {
-  std::ifstream file(path);
-  if (!file || std::filesystem::is_directory(path)) {
-    const std::string reason =
-        file ? "it is a directory" : std::strerror(errno);
+// values win) and returns its text (Note [Config file text]). InputError
+// names the file, and the line where there is one.
+ConfigFileText StoreConfigFile(const std::string& path,
+                               const po::options_description& keys,
+                               const std::string& command,
+                               po::variables_map& vm) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in || std::filesystem::is_directory(path)) {
+    const std::string reason = in ? "it is a directory" : std::strerror(errno);
     throw InputError("cannot read config file '" + path + "': " + reason +
                      "; pass an existing file to --config");
   }
+  const ConfigFileText file = ConfigFileTextOf(
+      path, std::string(std::istreambuf_iterator<char>(in), {}));
+  const auto line_of = [&](const std::string& key) {
+    const auto line = file.key_lines.find(key);
+    return line == file.key_lines.end() ? 0 : line->second;
+  };
+  std::istringstream text(file.text);
   try {
-    po::store(po::parse_config_file(file, keys), vm);
+    po::store(po::parse_config_file(text, keys), vm);
   } catch (const po::unknown_option& e) {
     const std::string key = e.get_option_name();
-    throw InputError(At(path, FindKeyLine(path, key)) + ": unknown key '" +
-                     key + "'; see 'memprof " + command +
-                     " --help' for the keys");
+    throw InputError(At(path, line_of(key)) + ": unknown key '" + key +
+                     "'; see 'memprof " + command + " --help' for the keys");
   } catch (const po::invalid_config_file_syntax& e) {
     throw InputError(path + ": " + e.what() +
                      "; lines are 'key = value' or '[section]'");
   } catch (const po::error_with_option_name& e) {
     const std::string key = e.get_option_name();
-    throw InputError(At(path, key.empty() ? 0 : FindKeyLine(path, key)) + ": " +
+    throw InputError(At(path, key.empty() ? 0 : line_of(key)) + ": " +
                      e.what());
   } catch (const po::error& e) {
     throw InputError(path + ": " + e.what());
   }
+  return file;
 }
 
 // Sets each key a short flag on the command line gave; InputError when the
@@ -215,26 +207,153 @@ void ApplyAliases(const Aliases& aliases, const po::variables_map& cli,
   }
 }
 
+// Where each key of `config` came from (RunConfig::origins): a flag (its
+// short spelling where that was given), the file's line, or the default.
+std::map<std::string, std::string> OriginsOf(const RunConfig& config,
+                                             const po::variables_map& cli,
+                                             const po::variables_map& vm,
+                                             const std::string& path,
+                                             const ConfigFileText& file) {
+  std::map<std::string, std::string> origins;
+  for (const ConfigEntry& entry : EffectiveConfig(config)) {
+    const std::string& key = entry.key;
+    std::string origin = "default";
+    for (const auto& [flag, aliased] : kAliasKeys) {
+      if (key == aliased && cli.count(flag)) origin = std::string("--") + flag;
+    }
+    if (cli.count(key)) {
+      origin = "--" + key;
+    } else if (origin == "default" && vm.count(key) && !vm[key].defaulted()) {
+      const auto line = file.key_lines.find(key);
+      origin = At(path, line == file.key_lines.end() ? 0 : line->second);
+    }
+    origins[key] = origin;
+  }
+  return origins;
+}
+
+// "--mlp.hidden", "FILE:LINE: key 'mlp.hidden'" or "default of 'mlp.hidden'":
+// where `key`'s value came from, to start a message.
+std::string Where(const RunConfig& config, const std::string& key) {
+  const auto found = config.origins.find(key);
+  const std::string origin =
+      found == config.origins.end() ? "default" : found->second;
+  if (origin == "default") return "default of '" + key + "'";
+  if (origin.rfind("--", 0) == 0) return origin;
+  return origin + ": key '" + key + "'";
+}
+
 // ValidateRunConfig, with the error naming where the bad value came from:
 // the flag, the file and line, or the default.
-void ValidateWhere(const RunConfig& config, const po::variables_map& cli,
-                   const std::string& path) {
+void ValidateWhere(const RunConfig& config) {
   try {
     ValidateRunConfig(config);
   } catch (const ConfigError& e) {
-    const std::string& key = e.key();
-    for (const auto& [flag, aliased] : kAliasKeys) {
-      if (key == aliased && cli.count(flag)) {
-        throw InputError(std::string("--") + flag + ": " + e.what());
+    throw InputError(Where(config, e.key()) + ": " + e.what());
+  }
+}
+
+constexpr const char* kModelSections[] = {"mlp", "gpt", "resnet"};
+
+// A section, a key in the file or a flag for a model other than the chosen
+// one would be ignored: InputError naming it, its line and the remedy.
+void RefuseOtherModels(const RunConfig& config, const po::variables_map& cli,
+                       const std::string& path, const ConfigFileText& file) {
+  bool known_model = false;
+  for (const char* name : kModelSections) known_model |= config.model == name;
+  if (!known_model) return;  // ValidateWhere names the model
+  const std::string model =
+      "the model is " + config.model + " (" + config.origins.at("model") + ")";
+  for (const auto& [section, line] : file.sections) {
+    bool known = section == "train" || section == "ddp";
+    for (const char* other : kModelSections) known |= section == other;
+    if (!known) {
+      throw InputError(At(path, line) + ": unknown section [" + section +
+                       "]; known: mlp, gpt, resnet, train, ddp");
+    }
+    if (section != config.model && section != "train" && section != "ddp") {
+      throw InputError(At(path, line) + ": section [" + section +
+                       "] is for model " + section + ", but " + model +
+                       "; remove the section, or set model = " + section);
+    }
+  }
+  for (const char* section : kModelSections) {
+    if (config.model == section) continue;
+    const std::string prefix = std::string(section) + ".";
+    for (const auto& [key, value] : cli) {
+      if (key.rfind(prefix, 0) == 0) {
+        throw InputError("--" + key + ": the model is " + config.model +
+                         ", which has no " + section +
+                         " keys; drop the flag or choose --model " + section);
       }
     }
-    throw InputError(SourceOf(key, cli, path) + ": " + e.what());
+    for (const auto& [key, line] : file.key_lines) {
+      if (key.rfind(prefix, 0) == 0) {
+        throw InputError(At(path, line) + ": key '" + key + "' is for model " +
+                         section + ", but " + model + "; remove it, or set " +
+                         "model = " + section);
+      }
+    }
+  }
+}
+
+// Note [No guessed model]
+// What decides a run's memory most, the model, its size keys and the
+// micro-batch, has no silent default: each comes from the config file or a
+// flag, or the run is refused, naming what is missing (a file with only
+// "model = gpt" would otherwise be GPT-2 small at micro-batch 8, and no
+// --config at all a built-in MLP). Every other key (steps, optimizer, lr,
+// dtype, DDP) has a default, shown with its origin in the effective config
+// at the top of every run and in its reports. gpt.dropout is not a size
+// key: its default, 0, is no dropout.
+void RequireModelChoice(const RunConfig& config, const std::string& command,
+                        const std::string& path) {
+  const auto given = [&](const std::string& key) {
+    return config.origins.at(key) != "default";
+  };
+  const std::string where = path.empty() ? command : path;
+  if (!given("model")) {
+    throw InputError(
+        path.empty()
+            ? command +
+                  ": no config: pass --config FILE (configs/ has "
+                  "default.ini, memprof's default job, and mlp-tiny.ini, "
+                  "gpt2-small.ini, ...), or give --model and its keys "
+                  "as flags; run 'memprof " +
+                  command + " --help' for the keys"
+            : path + ": no 'model = ...' line: name the model (" +
+                  kKnownModels + ") at the top of the file");
+  }
+  std::string missing;
+  for (const ConfigEntry& entry : EffectiveConfig(config)) {
+    if (entry.key.rfind(config.model + ".", 0) == 0 &&
+        entry.key != "gpt.dropout" && !given(entry.key)) {
+      missing += (missing.empty() ? "" : ", ") + entry.key;
+    }
+  }
+  if (!missing.empty()) {
+    throw InputError(where + ": the model is " + config.model + " (" +
+                     config.origins.at("model") + ") but " + missing +
+                     (missing.find(',') == std::string::npos ? " is" : " are") +
+                     " not set, and memprof does not guess a model's size; "
+                     "set each under [" +
+                     config.model + "] or as a flag (--" +
+                     missing.substr(0, missing.find(',')) + " N)");
+  }
+  const bool global_batch =
+      given("train.global_batch") && config.train.global_batch > 0;
+  if (!given("train.micro_batch") && !global_batch) {
+    throw InputError(where +
+                     ": the micro-batch is not set, and memprof does not "
+                     "guess it; set micro_batch under [train], or give "
+                     "--micro-batch B or --global-batch G");
   }
 }
 
 // The flags and config file of a command that runs (or predicts) a config:
 // `command_flags` plus every config key. Reads --config, applies the short
-// aliases and validates. Returns false for --help, with its text in `help`.
+// aliases, records each key's origin and validates. Returns false for
+// --help, with its text in `help`.
 bool ParseRunConfigWords(const std::vector<std::string>& words,
                          const po::options_description& command_flags,
                          const std::string& command, const std::string& usage,
@@ -246,7 +365,7 @@ bool ParseRunConfigWords(const std::vector<std::string>& words,
   all.add(command_flags).add(AliasFlags(config.source, aliases)).add(keys);
   try {
     const po::parsed_options parsed =
-        po::command_line_parser(words).options(all).run();
+        po::command_line_parser(words).options(all).style(FlagStyle()).run();
     for (const po::option& option : parsed.options) {
       if (option.position_key >= 0) {  // a word that is no flag's value
         throw InputError("unexpected argument '" +
@@ -258,8 +377,7 @@ bool ParseRunConfigWords(const std::vector<std::string>& words,
     }
     po::store(parsed, cli);
   } catch (const po::unknown_option& e) {
-    throw InputError("unknown flag '" + e.get_option_name() +
-                     "'; run 'memprof " + command + " --help' for the list");
+    throw UnknownFlag(e, all, command);
   } catch (const po::error& e) {
     throw InputError(std::string("command line: ") + e.what());
   }
@@ -268,7 +386,8 @@ bool ParseRunConfigWords(const std::vector<std::string>& words,
   po::variables_map vm = cli;
   const std::string path =
       cli.count("config") ? cli["config"].as<std::string>() : "";
-  if (!path.empty()) StoreConfigFile(path, keys, command, vm);
+  ConfigFileText file;
+  if (!path.empty()) file = StoreConfigFile(path, keys, command, vm);
   try {
     po::notify(vm);
   } catch (const po::error& e) {
@@ -276,17 +395,8 @@ bool ParseRunConfigWords(const std::vector<std::string>& words,
   }
   config.source = path;
   ApplyAliases(aliases, cli, config);
-  // A model key for another model would be ignored: say so instead.
-  for (const char* section : {"mlp", "gpt", "resnet"}) {
-    if (config.model == section) continue;
-    for (const auto& [key, value] : cli) {
-      if (key.rfind(std::string(section) + ".", 0) == 0) {
-        throw InputError("--" + key + ": the model is " + config.model +
-                         ", which has no " + section +
-                         " keys; drop the flag or choose --model " + section);
-      }
-    }
-  }
+  config.origins = OriginsOf(config, cli, vm, path, file);
+  RefuseOtherModels(config, cli, path, file);
   // Both on the command line, the global batch would silently win.
   const bool micro = cli.count("micro-batch") || cli.count("train.micro_batch");
   const bool global =
@@ -296,7 +406,8 @@ bool ParseRunConfigWords(const std::vector<std::string>& words,
         "--micro-batch and --global-batch both given: the global batch "
         "decides the micro-batch (global / world size); give one of them");
   }
-  ValidateWhere(config, cli, path);
+  ValidateWhere(config);
+  RequireModelChoice(config, command, path);
   return true;
 }
 
@@ -476,6 +587,11 @@ SweepArgs ParseSweepArgs(const std::vector<std::string>& words) {
       throw InputError("--world-sizes " + sizes + ": '" + item +
                        "' is not a number of ranks in [1, 4096]");
     }
+    if (std::find(args.world_sizes.begin(), args.world_sizes.end(), n) !=
+        args.world_sizes.end()) {
+      throw InputError("--world-sizes " + sizes + ": " + std::to_string(n) +
+                       " is given twice; give each world size once");
+    }
     args.world_sizes.push_back(n);
   }
   std::stringstream stage_list(stages);
@@ -484,6 +600,11 @@ SweepArgs ParseSweepArgs(const std::vector<std::string>& words) {
     if (item != "0" && item != "1") {
       throw InputError("--zero-stages " + stages + ": '" + item +
                        "' is not a ZeRO stage memprof runs (0 or 1)");
+    }
+    if (std::find(args.zero_stages.begin(), args.zero_stages.end(),
+                  item == "1") != args.zero_stages.end()) {
+      throw InputError("--zero-stages " + stages + ": " + item +
+                       " is given twice; give each stage once");
     }
     args.zero_stages.push_back(item == "1");
   }

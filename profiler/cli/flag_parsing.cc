@@ -87,17 +87,41 @@ void ApplyGateWords(const GateWords& w, const po::variables_map& vm,
   }
 }
 
+int FlagStyle() {
+  return po::command_line_style::default_style &
+         ~po::command_line_style::allow_guessing;
+}
+
+InputError UnknownFlag(const po::unknown_option& e,
+                       const po::options_description& flags,
+                       const std::string& command) {
+  const std::string given = e.get_option_name();
+  const std::string name = given.substr(given.find_first_not_of('-'));
+  std::string matches;
+  for (const auto& option : flags.options()) {
+    const std::string& flag = option->long_name();
+    if (!name.empty() && flag.rfind(name, 0) == 0) {
+      matches += (matches.empty() ? "" : " or ") + ("--" + flag);
+    }
+  }
+  return InputError(
+      "unknown flag '" + given + "'" +
+      (matches.empty() ? "; run" : "; did you mean " + matches + "? Run") +
+      " 'memprof " + command + " --help' for the list");
+}
+
 // Parses `words` against `flags`; errors name the command's --help.
 po::variables_map ParseFlags(const std::vector<std::string>& words,
                              const po::options_description& flags,
                              const std::string& command) {
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(words).options(flags).run(), vm);
+    po::store(
+        po::command_line_parser(words).options(flags).style(FlagStyle()).run(),
+        vm);
     po::notify(vm);
   } catch (const po::unknown_option& e) {
-    throw InputError("unknown flag '" + e.get_option_name() +
-                     "'; run 'memprof " + command + " --help' for the list");
+    throw UnknownFlag(e, flags, command);
   } catch (const po::error& e) {
     throw InputError(command + ": " + e.what() + "; run 'memprof " + command +
                      " --help'");

@@ -9,6 +9,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "profiler/base/errors.h"
 #include "profiler/gate/gate_run.h"
 
 namespace memprof {
@@ -33,6 +34,16 @@ std::pair<std::string, Tolerance> KeyedTolerance(const std::string& text);
 void ApplyGateWords(const GateWords& w,
                     const boost::program_options::variables_map& vm,
                     ToleranceSettings& settings);
+
+// Every command's flag style: Boost's default without prefix guessing, so a
+// flag is taken only as written in full (--micro is not --micro-batch).
+int FlagStyle();
+
+// InputError "unknown flag '--micro'; did you mean --micro-batch? run ..."
+// (the flags of `flags` that start with the unknown name are suggested).
+InputError UnknownFlag(const boost::program_options::unknown_option& e,
+                       const boost::program_options::options_description& flags,
+                       const std::string& command);
 
 // Parses `words` against `flags`; errors name the command's --help.
 boost::program_options::variables_map ParseFlags(

@@ -9,25 +9,23 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <regex>
-#include <sstream>
 
 #include <torch/version.h>
 
 #include "models/config_validation.h"
 #include "profiler/base/atomic_file.h"
+#include "profiler/base/effective_config.h"
 #include "profiler/base/errors.h"
-#include "profiler/base/human_bytes.h"
 #include "profiler/base/json_reader.h"
 #include "profiler/base/rank_env.h"
 #include "profiler/capture/capture_file.h"
 #include "profiler/cli/launcher.h"
+#include "profiler/cli/local_world_size.h"
 #include "profiler/gate/gate_run.h"
 #include "profiler/gate/regression_check.h"
-#include "profiler/predict/prediction.h"
 #include "profiler/report/rank_report.h"
 #include "profiler/report/report_text.h"
 #include "profiler/report/run_reports.h"
@@ -178,56 +176,6 @@ std::vector<RankReport> RunThisRank(const RunConfig& config,
   return ranks;
 }
 
-// Bytes the kernel says can still be given out (MemAvailable); 0 when
-// /proc/meminfo cannot be read.
-int64_t AvailableMemoryBytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  for (std::string line; std::getline(meminfo, line);) {
-    std::istringstream fields(line);
-    std::string name;
-    int64_t kib = 0;
-    if (fields >> name >> kib && name == "MemAvailable:") return kib * 1024;
-  }
-  return 0;
-}
-
-// Note [Local world size]
-// --world-size N starts N processes on this machine, each with LibTorch
-// loaded (150 MB resident or more before its first tensor; about 500 MB
-// when the CUDA libraries are linked in), however small the model. So N
-// is bounded before anything is forked: at most 8 ranks per core, and N
-// times (the busiest rank's predicted peak + 150 MiB) within the memory
-// the kernel reports available. Ranks started by torchrun, srun or mpirun
-// are spread over machines by their launcher and are not bounded here.
-constexpr int64_t kRanksPerCore = 8;
-constexpr int64_t kRankProcessBytes = int64_t{150} << 20;
-
-void CheckLocalWorldSize(const RunConfig& config) {
-  const int64_t n = config.ddp.world_size;
-  const int64_t cores = std::max<long>(1, ::sysconf(_SC_NPROCESSORS_ONLN));
-  if (n > kRanksPerCore * cores) {
-    throw InputError(
-        "--world-size " + std::to_string(n) + ": this machine has " +
-        std::to_string(cores) + " cores, and memprof starts at most " +
-        std::to_string(kRanksPerCore) + " local ranks per core (" +
-        std::to_string(kRanksPerCore * cores) +
-        "); start more ranks across machines with torchrun, srun or mpirun");
-  }
-  const int64_t available = AvailableMemoryBytes();
-  const int64_t per_rank =
-      PredictBusiestRank(config).Peak().Total() + kRankProcessBytes;
-  if (available > 0 && per_rank > available / n) {
-    throw InputError(
-        "--world-size " + std::to_string(n) + ": " + std::to_string(n) +
-        " ranks of about " + HumanBytes(per_rank) +
-        " each (the predicted peak + 150 MiB for the process) need more "
-        "than the " +
-        HumanBytes(available) +
-        " this machine has available; run fewer ranks here, or across "
-        "machines with torchrun, srun or mpirun");
-  }
-}
-
 // Note [A run owns its --out]
 // A local run (one rank, or the launcher of N ranks) holds an exclusive
 // flock on DIR/.memprof.lock from before training until the process ends
@@ -272,6 +220,23 @@ void ClaimOutputDirectory(const std::string& dir) {
 int RunProfileCommand(const ProfileArgs& args) {
   RunConfig config = args.config;
   const std::optional<RankTopology> topology = TopologyFromEnvironment();
+  if (topology) {
+    // The launcher's world size is the truth; batch arithmetic follows it.
+    config.ddp.world_size = topology->world_size;
+    if (!topology->launched_by_memprof) {
+      config.origins["ddp.world_size"] = "WORLD_SIZE";
+    }
+    try {
+      ValidateRunConfig(config);
+    } catch (const ConfigError& e) {
+      throw InputError("WORLD_SIZE=" + std::to_string(topology->world_size) +
+                       ": " + e.what());
+    }
+  }
+  // The process that speaks for the run says first what it runs.
+  if (!topology || (topology->rank == 0 && !topology->launched_by_memprof)) {
+    std::cout << FormatEffectiveConfig(config) << std::flush;
+  }
   // --check runs where summary.json is written (a job of one, rank 0 of a
   // job started by torchrun/srun/mpirun) or in the local launcher once every
   // rank succeeded; the ranks the launcher starts leave it to the launcher.
@@ -310,16 +275,6 @@ int RunProfileCommand(const ProfileArgs& args) {
                          args.out_dir, config.ddp.timeout_s);
     if (code != kExitOk || !baseline) return code;
     return GateRun(*baseline, LoadRun(args.out_dir), args.out_dir, args.check);
-  }
-  if (topology) {
-    // The launcher's world size is the truth; batch arithmetic follows it.
-    config.ddp.world_size = topology->world_size;
-    try {
-      ValidateRunConfig(config);
-    } catch (const ConfigError& e) {
-      throw InputError("WORLD_SIZE=" + std::to_string(topology->world_size) +
-                       ": " + e.what());
-    }
   }
   CreateOutputDirectory("--out", args.out_dir);  // before any training
   if (!topology) ClaimOutputDirectory(args.out_dir);

@@ -8,6 +8,10 @@
 // Reducer's measured all-reduce time (Note [Communication time]) and, under
 // ZeRO-1, the parameter exchange (Note [Parameter exchange]); with
 // --zero-stages each N runs once per stage, into D/ws-<N>-zero-<S>/.
+// Every point is checked before any runs (a world size given twice is
+// refused); each row carries its step-time spread, and a spread too wide
+// to compare is warned about (Note [Step-time spread]). When a point's run
+// fails, no later point runs and the completed points are still written.
 // Exit codes: 0 done, 2 bad input, 3 a run failed.
 #pragma once
 

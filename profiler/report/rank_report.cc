@@ -220,7 +220,8 @@ Json ContextJson(const ReportContext& c) {
               {"hostname", c.hostname},
               {"pid", c.pid},
               {"session_start_unix_us", c.session_start_unix_us},
-              {"config", ToJson(c.config)}};
+              {"config", ToJson(c.config)},
+              {"config_origins", c.config.origins}};
 }
 
 namespace {

@@ -263,6 +263,13 @@ ReportContext RankReportReader::Context(const Json& c) const {
   out.session_start_unix_us =
       r_.Integer(c, "context", "session_start_unix_us", 0, kMaxInt64);
   out.config = Config(r_.Object(c, "context", "config"), "context.config");
+  if (c.contains("config_origins")) {  // since memprof.rank/1.8
+    const Json& origins = r_.Object(c, "context", "config_origins");
+    for (const auto& [key, value] : origins.items()) {
+      out.config.origins[key] =
+          r_.String(origins, "context.config_origins", key);
+    }
+  }
   return out;
 }
 

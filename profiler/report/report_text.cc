@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profiler/base/category.h"
+#include "profiler/base/effective_config.h"
 #include "profiler/base/human_bytes.h"
 #include "profiler/predict/fit.h"
 #include "profiler/predict/prediction.h"
@@ -140,6 +141,28 @@ std::vector<std::pair<std::string, std::string>> Context(const RunView& view) {
       {"libtorch", context.libtorch_version},
       {"git", context.git_sha},
   };
+}
+
+// Every key the run used, its value and where the value came from.
+ReportTable ConfigTable(const RunConfig& config) {
+  ReportTable table;
+  table.id = "config";
+  table.title = "Effective config";
+  table.caption =
+      "Every key the run used, its value and where the value came from: the "
+      "config file and line, a flag, or memprof's default.";
+  table.header = {"key", "value", "from"};
+  table.numeric = {false, false, false};
+  for (const ConfigEntry& e : EffectiveConfig(config)) {
+    table.rows.push_back(
+        {e.key, e.value, e.origin.empty() ? "not recorded" : e.origin});
+  }
+  if (config.origins.empty()) {
+    table.notes.push_back(
+        "This report was written before memprof recorded where each value "
+        "came from.");
+  }
+  return table;
 }
 
 // "42.00": bytes per parameter, for model state only.
@@ -446,6 +469,7 @@ ReportText BuildReportText(const RunView& view) {
         RankHeader(rank) + ": " + OutOfMemoryMessage(*rank.out_of_memory) +
         ". " + FitVerdictSentence(rank.out_of_memory->fit) + ".");
   }
+  text.tables.push_back(ConfigTable(first.context.config));
   if (!text.out_of_memory.empty()) {
     text.tables.push_back(OutOfMemoryTable(view));
   }

@@ -28,12 +28,13 @@ struct ReportText {
   std::vector<std::string> incomplete;
   // One sentence per rank that ran out of memory under --memory-limit (its
   // report's message and verdict); the "out-of-memory" table then leads
-  // the tables, with the live bytes by category at each refusal.
+  // the tables after the effective config, with the live bytes by category
+  // at each refusal.
   std::vector<std::string> out_of_memory;
   // One sentence per rank killed mid-run whose report was recovered from
   // its capture file (Note [Post-mortem]).
   std::vector<std::string> killed;
-  std::vector<ReportTable> tables;      // categories, peak, steps
+  std::vector<ReportTable> tables;      // config, categories, peak, steps
   std::vector<std::string> redundancy;  // one sentence per audited category
 };
 

@@ -20,5 +20,17 @@ TEST(Median, EvenCountIsTheMeanOfTheTwoMiddleValues) {
 
 TEST(Median, NoValuesIsZero) { EXPECT_EQ(Median({}), 0.0); }
 
+TEST(Spread, IsTheExtremesOverTheMedian) {
+  const Spread spread = SpreadOf({0.050, 0.682});
+  EXPECT_EQ(spread.count, 2);
+  EXPECT_EQ(spread.min, 0.050);
+  EXPECT_EQ(spread.max, 0.682);
+  EXPECT_DOUBLE_EQ(spread.median, 0.366);
+  EXPECT_DOUBLE_EQ(spread.Relative(), 0.632 / 0.366);
+  EXPECT_EQ(SpreadOf({2.0, 2.0, 2.0}).Relative(), 0.0);
+  EXPECT_EQ(SpreadOf({}).count, 0);
+  EXPECT_EQ(SpreadOf({}).Relative(), 0.0) << "no division by a zero median";
+}
+
 }  // namespace
 }  // namespace memprof

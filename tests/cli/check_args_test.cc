@@ -93,19 +93,23 @@ TEST(BaselineArgs, KeepsKeyedTolerancesOnly) {
 }
 
 TEST(ProfileCheckArgs, CheckFlagsNeedCheck) {
-  const ProfileArgs args = ParseProfileArgs(
-      {"--check", "b.json", "--tolerance", "activations=2%", "--strict"});
+  const std::string tiny = MEMPROF_SOURCE_DIR "/configs/mlp-tiny.ini";
+  const ProfileArgs args =
+      ParseProfileArgs({"--config", tiny, "--check", "b.json", "--tolerance",
+                        "activations=2%", "--strict"});
   EXPECT_EQ(args.check.baseline_path, "b.json");
   EXPECT_EQ(args.check.tolerances.per_key.at("activations").percent, 2.0);
   EXPECT_TRUE(args.check.strict);
-  EXPECT_TRUE(ParseProfileArgs({}).check.baseline_path.empty());
+  EXPECT_TRUE(ParseProfileArgs({"--config", tiny}).check.baseline_path.empty());
   for (const std::vector<std::string>& words :
        std::vector<std::vector<std::string>>{{"--strict"},
                                              {"--tolerance", "2%"},
                                              {"--markdown", "m.md"},
                                              {"--allow-config-change"}}) {
+    std::vector<std::string> with_config = {"--config", tiny};
+    with_config.insert(with_config.end(), words.begin(), words.end());
     EXPECT_NE(InputErrorOf([&] {
-                ParseProfileArgs(words);
+                ParseProfileArgs(with_config);
               }).find("is a check option: add --check BASELINE"),
               std::string::npos)
         << words[0];

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <regex>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -41,9 +42,33 @@ class CliTest : public TempDirTest {
 constexpr const char* kTiny = MEMPROF_SOURCE_DIR "/configs/mlp-tiny.ini";
 
 TEST_F(CliTest, ProfileWritesTheRankReportWholeAndPrintsTheTable) {
-  const Result r =
-      RunMemprof(std::string("profile --config ") + kTiny + " --out " + Out());
+  const Result r = RunMemprof(std::string("profile --config ") + kTiny +
+                              " --steps 3 --out " + Out());
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  // The effective config comes first, each key with where it came from,
+  // and is kept in the rank report and report.md.
+  EXPECT_EQ(r.output.rfind(std::string("effective config (file ") + kTiny, 0),
+            0u)
+      << r.output;
+  const std::string output =
+      std::regex_replace(r.output, std::regex(" +"), " ");
+  EXPECT_NE(output.find(std::string("\n mlp.hidden 64 ") + kTiny + ":6\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(output.find("\n train.steps 3 --steps\n"), std::string::npos)
+      << r.output;
+  using Json = nlohmann::json;
+  const Json rank = Json::parse(std::ifstream(fs::path(Out()) / "rank-0.json"));
+  EXPECT_EQ(rank["context"]["config_origins"]["mlp.hidden"],
+            std::string(kTiny) + ":6");
+  EXPECT_EQ(rank["context"]["config_origins"]["train.lr"],
+            std::string(kTiny) + ":14");
+  EXPECT_EQ(rank["context"]["config_origins"]["train.steps"], "--steps");
+  EXPECT_EQ(rank["context"]["config_origins"]["train.seed"], "default");
+  std::ifstream md(fs::path(Out()) / "report.md");
+  const std::string report((std::istreambuf_iterator<char>(md)), {});
+  EXPECT_NE(report.find("| train.steps | 3 | --steps |"), std::string::npos)
+      << report;
   EXPECT_NE(r.output.find("weights"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("steady-state peak"), std::string::npos);
   // Which LibTorch, and what the run can say about CUDA here.

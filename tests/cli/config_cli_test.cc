@@ -1,10 +1,17 @@
 #include "profiler/cli/config_cli.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <regex>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "profiler/base/effective_config.h"
 #include "profiler/base/errors.h"
 #include "tests/temp_dir.h"
 
@@ -42,6 +49,18 @@ constexpr const char* kGood =
     "[train]\n"
     "micro_batch = 4\n"
     "steps = 6\n";
+
+// A whole GPT config but for [train]'s last lines (line 10 is the next).
+constexpr const char* kGpt =
+    "model = gpt\n"
+    "[gpt]\n"
+    "layers = 2\n"
+    "d_model = 64\n"
+    "heads = 4\n"
+    "seq_len = 16\n"
+    "vocab = 100\n"
+    "[train]\n"
+    "micro_batch = 2\n";
 
 TEST_F(ConfigCliTest, ReadsSectionsAsDottedKeys) {
   const std::string path = Write("good.ini", kGood);
@@ -104,7 +123,10 @@ TEST_F(ConfigCliTest, TooFewStepsForASteadyStateAreRefused) {
         << error;
     EXPECT_NE(error.find("steady state"), std::string::npos) << error;
   }
-  EXPECT_EQ(ParseProfileArgs({"--steps", "3"}).config.train.steps, 3);
+  EXPECT_EQ(
+      ParseProfileArgs({"--config", Write("good.ini", kGood), "--steps", "3"})
+          .config.train.steps,
+      3);
 }
 
 TEST_F(ConfigCliTest, InfinityAndNanAreRefusedAndIntegersEchoedAsSuch) {
@@ -151,9 +173,9 @@ TEST_F(ConfigCliTest, MomentumIsSgdsAndBelowOne) {
 
 TEST_F(ConfigCliTest, ActivationCheckpointingNeedsAKnownModeAndBlocks) {
   const std::string path = Write(
-      "ckpt.ini", "model = gpt\n[train]\nactivation_checkpointing = layers\n");
+      "ckpt.ini", std::string(kGpt) + "activation_checkpointing = layers\n");
   const std::string unknown = ErrorOf({"--config", path});
-  EXPECT_NE(unknown.find(path + ":3"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find(path + ":10"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("unknown train.activation_checkpointing 'layers'; "
                          "known: none, blocks"),
             std::string::npos)
@@ -171,9 +193,9 @@ TEST_F(ConfigCliTest, ActivationCheckpointingNeedsAKnownModeAndBlocks) {
 
 TEST_F(ConfigCliTest, DtypeIsOneOfTheThreePrecisions) {
   const std::string path =
-      Write("dtype.ini", "model = gpt\n[train]\ndtype = float16\n");
+      Write("dtype.ini", std::string(kGpt) + "dtype = float16\n");
   const std::string unknown = ErrorOf({"--config", path});
-  EXPECT_NE(unknown.find(path + ":3"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find(path + ":10"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("unknown train.dtype 'float16'; known: float32, "
                          "bf16-autocast"),
             std::string::npos)
@@ -201,7 +223,9 @@ TEST_F(ConfigCliTest, AStrayArgumentAndTwoBatchSizesAreRefused) {
   EXPECT_NE(other.find("--mlp.hidden: the model is gpt"), std::string::npos)
       << other;
   // The global batch alone still decides the micro-batch.
-  EXPECT_EQ(ParseProfileArgs({"--global-batch", "8"}).config.train.global_batch,
+  EXPECT_EQ(ParseProfileArgs(
+                {"--config", Write("good.ini", kGood), "--global-batch", "8"})
+                .config.train.global_batch,
             8);
 }
 
@@ -233,6 +257,211 @@ TEST_F(ConfigCliTest, BadFlagsAndValuesAreRejected) {
             std::string::npos);
   const std::string path = Write("syntax.ini", "[mlp]\njust words\n");
   EXPECT_NE(ErrorOf({"--config", path}).find(path), std::string::npos);
+}
+
+// Boost would take a flag's unambiguous prefix as the flag: --micro 2 would
+// set the micro-batch. Every command takes a flag only as written in full,
+// and suggests the flags the prefix would have matched.
+TEST_F(ConfigCliTest, NoFlagIsTakenFromAPrefix) {
+  const std::string path = Write("gpt.ini", kGpt);
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"--gpt.layer", "3"}, "'--gpt.layer'; did you mean --gpt.layers?"},
+      {{"--train.opt", "sgd"},
+       "'--train.opt'; did you mean --train.optimizer?"},
+      {{"--micro", "2"}, "'--micro'; did you mean --micro-batch?"},
+      {{"--mem", "1GiB"}, "'--mem'; did you mean --memory-limit?"},
+  };
+  for (const auto& [flag, expected] : cases) {
+    std::vector<std::string> words = {"--config", path};
+    words.insert(words.end(), flag.begin(), flag.end());
+    const std::string error = ErrorOf(words);
+    EXPECT_NE(error.find("unknown flag " + expected), std::string::npos)
+        << error;
+  }
+  const auto error_of = [](auto parse) {
+    try {
+      parse();
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of([&] {
+              ParseFitArgs({"--config", path, "--bud", "1GiB"});
+            }).find("unknown flag '--bud'; did you mean --budget?"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              ParseCheckArgs({"--base", "b.json", "--run", "r"});
+            }).find("unknown flag '--base'; did you mean --baseline?"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              ParseReportArgs({"--ru", "r"});
+            }).find("unknown flag '--ru'"),
+            std::string::npos);
+}
+
+// Note [Config file text]: "\r" and "\r\n" line ends and a UTF-8 byte order
+// mark read as a "\n" file would; a UTF-16 file is refused by name.
+TEST_F(ConfigCliTest, LineEndsAndAByteOrderMarkReadAsPlainText) {
+  const std::string plain = kGood;
+  std::string cr = plain, crlf;
+  std::replace(cr.begin(), cr.end(), '\n', '\r');
+  for (char c : plain)
+    crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  for (const auto& [name, text] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"cr.ini", cr},
+           {"crlf.ini", crlf},
+           {"bom.ini", "\xEF\xBB\xBF" + plain}}) {
+    const std::string path = Write(name, text);
+    const ProfileArgs args = ParseProfileArgs({"--config", path});
+    EXPECT_EQ(args.config.model, "mlp") << name;
+    EXPECT_EQ(args.config.mlp.input, 12) << name;
+    EXPECT_EQ(args.config.mlp.hidden, 34) << name;
+    EXPECT_EQ(args.config.train.steps, 6) << name;
+    EXPECT_EQ(args.config.origins.at("mlp.hidden"), path + ":4") << name;
+    EXPECT_EQ(FindKeyLine(path, "train.steps"), 9) << name;
+    // A bad value is named at its line, whatever the line ends.
+    const std::string bad_path =
+        Write("bad-" + name, text.substr(0, text.find("34")) + "0" +
+                                 text.substr(text.find("34") + 2));
+    const std::string error = ErrorOf({"--config", bad_path});
+    EXPECT_NE(error.find(bad_path + ":4: key 'mlp.hidden'"), std::string::npos)
+        << name << ": " << error;
+  }
+  const std::string utf16 = Write("utf16.ini", std::string("\xFF\xFEm\0=\0"));
+  const std::string error = ErrorOf({"--config", utf16});
+  EXPECT_NE(error.find(utf16 + ": the file is UTF-16 or UTF-32 text"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("save it as UTF-8"), std::string::npos) << error;
+}
+
+// Note [No guessed model]: the model, its size keys and the micro-batch come
+// from the file or a flag, never from a silent default.
+TEST_F(ConfigCliTest, AModelWithoutItsSizesOrMicroBatchIsRefused) {
+  const std::string bare = Write("bare.ini", "model = gpt\n");
+  const std::string sizes = ErrorOf({"--config", bare});
+  EXPECT_NE(sizes.find(bare + ": the model is gpt (" + bare +
+                       ":1) but gpt.d_model, gpt.heads, gpt.layers, "
+                       "gpt.seq_len, gpt.vocab are not set"),
+            std::string::npos)
+      << sizes;
+  EXPECT_NE(sizes.find("does not guess"), std::string::npos) << sizes;
+  const std::string one =
+      ErrorOf({"--model", "mlp", "--mlp.input", "3", "--mlp.hidden", "4",
+               "--mlp.depth", "1", "--micro-batch", "2"});
+  EXPECT_NE(one.find("the model is mlp (--model) but mlp.output is not set"),
+            std::string::npos)
+      << one;
+  std::string no_batch = kGpt;
+  no_batch.erase(no_batch.find("[train]"));
+  const std::string path = Write("nobatch.ini", no_batch);
+  const std::string batch = ErrorOf({"--config", path});
+  EXPECT_NE(batch.find(path + ": the micro-batch is not set"),
+            std::string::npos)
+      << batch;
+  EXPECT_EQ(ParseProfileArgs({"--config", path, "--micro-batch", "2"})
+                .config.train.micro_batch,
+            2);
+  EXPECT_EQ(ParseProfileArgs({"--config", path, "--global-batch", "4"})
+                .config.train.global_batch,
+            4);
+  const std::string none = ErrorOf({"--steps", "3"});
+  EXPECT_NE(none.find("profile: no config: pass --config FILE"),
+            std::string::npos)
+      << none;
+  std::string no_model = kGood;
+  no_model.erase(0, no_model.find('\n') + 1);
+  const std::string unnamed = Write("unnamed.ini", no_model);
+  EXPECT_NE(
+      ErrorOf({"--config", unnamed}).find(unnamed + ": no 'model = ...' line"),
+      std::string::npos);
+  // Flags alone are a whole config too.
+  const ProfileArgs flags = ParseProfileArgs(
+      {"--model", "mlp", "--mlp.input", "3", "--mlp.hidden", "4", "--mlp.depth",
+       "1", "--mlp.output", "2", "--micro-batch", "2"});
+  EXPECT_EQ(flags.config.mlp.output, 2);
+  EXPECT_EQ(flags.config.origins.at("train.steps"), "default");
+}
+
+// A section, or a dotted key, for a model other than the chosen one would be
+// ignored; it is refused at its line, and so is a section memprof does not
+// know.
+TEST_F(ConfigCliTest, ASectionForAnotherModelIsRefusedAtItsLine) {
+  const std::string other =
+      Write("other.ini", std::string(kGood) + "[gpt]\nlayers = 2\n");
+  const std::string error = ErrorOf({"--config", other});
+  EXPECT_NE(error.find(other +
+                       ":10: section [gpt] is for model gpt, but the "
+                       "model is mlp (" +
+                       other + ":1)"),
+            std::string::npos)
+      << error;
+  const std::string empty =
+      Write("empty.ini", std::string(kGood) + "[resnet]\n");
+  EXPECT_NE(ErrorOf({"--config", empty}).find(empty + ":10: section [resnet]"),
+            std::string::npos);
+  const std::string dotted =
+      Write("dotted.ini", "gpt.layers = 2\n" + std::string(kGood));
+  EXPECT_NE(ErrorOf({"--config", dotted})
+                .find(dotted + ":1: key 'gpt.layers' is for model gpt"),
+            std::string::npos);
+  const std::string typo = Write("typo.ini", std::string(kGood) + "[trian]\n");
+  EXPECT_NE(ErrorOf({"--config", typo})
+                .find(typo + ":10: unknown section [trian]; known: mlp, gpt, "
+                             "resnet, train, ddp"),
+            std::string::npos);
+}
+
+// The effective config: each key's value with where it came from.
+TEST_F(ConfigCliTest, EachKeyRecordsWhereItsValueCameFrom) {
+  const std::string path = Write("good.ini", kGood);
+  const ProfileArgs args = ParseProfileArgs(
+      {"--config", path, "--steps", "5", "--train.lr", "0.01"});
+  const std::map<std::string, std::string>& origins = args.config.origins;
+  EXPECT_EQ(origins.at("model"), path + ":1");
+  EXPECT_EQ(origins.at("mlp.hidden"), path + ":4");
+  EXPECT_EQ(origins.at("train.micro_batch"), path + ":8");
+  EXPECT_EQ(origins.at("train.steps"), "--steps");
+  EXPECT_EQ(origins.at("train.lr"), "--train.lr");
+  EXPECT_EQ(origins.at("train.optimizer"), "default");
+  EXPECT_EQ(origins.at("ddp.world_size"), "default");
+  EXPECT_EQ(origins.count("gpt.layers"), 0u) << "only the chosen model's keys";
+  // Aligned columns, read here with each run of spaces as one.
+  const std::string text = std::regex_replace(
+      FormatEffectiveConfig(args.config), std::regex(" +"), " ");
+  EXPECT_EQ(text.rfind("effective config (file " + path, 0), 0u) << text;
+  EXPECT_NE(text.find("\n mlp.hidden 34 " + path + ":4\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\n train.lr 0.01 --train.lr\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\n train.optimizer adam default\n"), std::string::npos)
+      << text;
+}
+
+// A sweep runs each world size (and stage) once.
+TEST_F(ConfigCliTest, ASweepPointGivenTwiceIsRefused) {
+  const std::string path = Write("good.ini", kGood);
+  const auto error_of = [&](const std::string& sizes,
+                            const std::string& stages) {
+    try {
+      ParseSweepArgs({"--config", path, "--global-batch", "4", "--world-sizes",
+                      sizes, "--zero-stages", stages});
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of("1,2,1", "0")
+                .find("--world-sizes 1,2,1: 1 is given "
+                      "twice; give each world size once"),
+            std::string::npos);
+  EXPECT_NE(error_of("1,2", "0,1,0")
+                .find("--zero-stages 0,1,0: 0 is given "
+                      "twice; give each stage once"),
+            std::string::npos);
+  EXPECT_EQ(error_of("1,2", "0,1"), "");
 }
 
 TEST(FindKeyLine, TracksSections) {

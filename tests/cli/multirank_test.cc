@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -548,11 +549,28 @@ TEST_F(MultiRankTest, SweepKeepsModelStateFlatAndActivationsFollowOneOverN) {
                  " --world-sizes 1,2,4 --global-batch 8 --out " + Out("sweep"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const Json sweep = Read(Out("sweep") + "/sweep.json");
-  EXPECT_EQ(sweep["schema"], "memprof.sweep/1");
+  EXPECT_EQ(sweep["schema"], "memprof.sweep/1.1");
+  EXPECT_TRUE(sweep["failed"].is_null());
   const Json& rows = sweep["rows"];
   ASSERT_EQ(rows.size(), 3u);
   for (const Json& row : rows) {
     const int64_t n = row["world_size"].get<int64_t>();
+    // Note [Step-time spread]: the median step between its extremes, over
+    // the steady-state steps (mlp-tiny: 4 steps, steady from step 3).
+    EXPECT_EQ(row["steady_steps"].get<int64_t>(), 2) << "N=" << n;
+    EXPECT_LE(row["step_seconds_min"].get<double>(),
+              row["step_seconds"].get<double>());
+    EXPECT_GE(row["step_seconds_max"].get<double>(),
+              row["step_seconds"].get<double>());
+    EXPECT_DOUBLE_EQ(row["step_spread"].get<double>(),
+                     (row["step_seconds_max"].get<double>() -
+                      row["step_seconds_min"].get<double>()) /
+                         row["step_seconds"].get<double>());
+    // A spread over the bound is warned about, naming the point.
+    const bool warned =
+        r.output.find(std::string("N=") + std::to_string(n) +
+                      "'s steady-state steps took") != std::string::npos;
+    EXPECT_EQ(warned, row["step_spread"].get<double>() > 0.25) << r.output;
     EXPECT_EQ(row["micro_batch"].get<int64_t>(), 8 / n);
     for (const char* c :
          {"weights", "gradients", "optimizer_state", "ddp_buckets"}) {
@@ -580,6 +598,50 @@ TEST_F(MultiRankTest, SweepKeepsModelStateFlatAndActivationsFollowOneOverN) {
   for (const char* file : {"sweep.md", "sweep.html"}) {
     EXPECT_TRUE(fs::exists(Out("sweep") + "/" + file)) << file;
   }
+}
+
+// Every point is checked before any runs: a world size this machine cannot
+// start is refused up front, not after the points before it ran.
+TEST_F(MultiRankTest, SweepChecksEveryPointBeforeRunningAny) {
+  const int64_t cores = std::max<long>(1, ::sysconf(_SC_NPROCESSORS_ONLN));
+  const std::string too_many = std::to_string(8 * cores + 1);
+  const CommandResult r = RunMemprof(
+      std::string("sweep --config ") + kTiny + " --world-sizes 1," + too_many +
+      " --global-batch " + too_many + " --out " + Out("early"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("sweep: the point N=" + too_many +
+                          " cannot run, so no point was run: --world-size " +
+                          too_many),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(Out("early") + "/ws-1")) << "N=1 ran first";
+}
+
+// A point that fails stops the sweep (exit 3), and the points that completed
+// before it are written with the failure named.
+TEST_F(MultiRankTest, SweepKeepsTheCompletedPointsWhenALaterOneFails) {
+  fs::create_directories(Out("partial"));
+  std::ofstream(Out("partial") + "/ws-2")
+      << "a file where the run's --out goes";
+  const CommandResult r =
+      RunMemprof(std::string("sweep --config ") + kTiny +
+                 " --world-sizes 1,2 --global-batch 8 --out " + Out("partial"));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  const Json sweep = Read(Out("partial") + "/sweep.json");
+  ASSERT_EQ(sweep["rows"].size(), 1u);
+  EXPECT_EQ(sweep["rows"][0]["world_size"], 1);
+  EXPECT_EQ(sweep["failed"]["world_size"], 2);
+  EXPECT_EQ(sweep["failed"]["exit_code"], 2);
+  EXPECT_EQ(sweep["failed"]["log"], Out("partial") + "/ws-2.log");
+  EXPECT_NE(r.output.find("The run at 2 ranks failed (exit 2; see " +
+                          Out("partial") + "/ws-2.log)"),
+            std::string::npos)
+      << r.output;
+  std::ifstream md(Out("partial") + "/sweep.md");
+  const std::string text((std::istreambuf_iterator<char>(md)), {});
+  EXPECT_NE(text.find("the rows above are the points that completed"),
+            std::string::npos)
+      << text;
 }
 
 TEST_F(MultiRankTest, SweepRejectsABatchThatDoesNotDivide) {

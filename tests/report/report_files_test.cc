@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profiler/base/category.h"
+#include "profiler/base/effective_config.h"
 #include "profiler/base/errors.h"
 #include "profiler/report/chrome_trace.h"
 #include "profiler/report/report_html.h"
@@ -64,6 +65,37 @@ TEST(ReportMarkdown, MatchesTheGoldenFile) {
   EXPECT_EQ(markdown, ReadFile(golden))
       << "report.md changed; if on purpose, refresh the golden file (see the "
          "top of this test)";
+}
+
+// The effective config leads the tables, each key with its origin; a
+// report written before the origins were recorded says so.
+TEST(ReportMarkdown, TheEffectiveConfigLeadsWithWhereEachValueCameFrom) {
+  RunView view = LoadRunView(kFixture.string());
+  const std::string before = FormatReportMarkdown(BuildReportText(view));
+  EXPECT_NE(before.find("| mlp.hidden | 64 | not recorded |"),
+            std::string::npos)
+      << before;
+  EXPECT_NE(before.find("before memprof recorded where each value came from"),
+            std::string::npos);
+  RunConfig& config = view.ranks.front().context.config;
+  for (const ConfigEntry& entry : EffectiveConfig(config)) {
+    config.origins[entry.key] = "default";
+  }
+  config.origins["mlp.hidden"] = "configs/mlp-tiny.ini:6";
+  config.origins["train.steps"] = "--steps";
+  const std::string after = FormatReportMarkdown(BuildReportText(view));
+  const size_t table = after.find("## Effective config");
+  ASSERT_NE(table, std::string::npos) << after;
+  EXPECT_LT(table, after.find("## Memory by category"));
+  EXPECT_NE(after.find("| mlp.hidden | 64 | configs/mlp-tiny.ini:6 |"),
+            std::string::npos)
+      << after;
+  EXPECT_NE(after.find("| train.steps | 4 | --steps |"), std::string::npos);
+  EXPECT_NE(after.find("| train.optimizer | adam | default |"),
+            std::string::npos);
+  EXPECT_EQ(after.find("not recorded"), std::string::npos);
+  const std::string html = FormatReportHtml(view, BuildReportText(view));
+  EXPECT_NE(html.find("configs/mlp-tiny.ini:6"), std::string::npos);
 }
 
 TEST(ReportMarkdown, ReadsInHumanUnitsInCategoryOrder) {

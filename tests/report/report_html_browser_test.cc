@@ -446,7 +446,8 @@ TEST_F(ReportHtmlBrowser, NarrowAndWideWindowsKeepLabelsLegibleAndCutNothing) {
     }
 
     const Json& boxes = layout.at("boxes");
-    EXPECT_EQ(boxes.size(), charts + 3);  // the fixture's three tables
+    // The fixture's four tables: config, categories, peak, steps.
+    EXPECT_EQ(boxes.size(), charts + 4);
     for (const Json& box : boxes) {
       const std::string name = box.at("kind").get<std::string>() + " " +
                                box.at("id").get<std::string>();

@@ -1,0 +1,60 @@
+#include "profiler/cli/config_file.h"
+
+#include "profiler/base/errors.h"
+
+namespace memprof {
+namespace {
+
+bool StartsWith(const std::string& text, const char* prefix, size_t size) {
+  return text.compare(0, size, prefix, size) == 0;
+}
+
+}  // namespace
+
+ConfigFileText ConfigFileTextOf(const std::string& path, std::string raw) {
+  if (StartsWith(raw, "\xFF\xFE", 2) || StartsWith(raw, "\xFE\xFF", 2) ||
+      StartsWith(raw, "\x00\x00\xFE\xFF", 4)) {
+    throw InputError(path +
+                     ": the file is UTF-16 or UTF-32 text (it starts with "
+                     "that byte order mark); save it as UTF-8");
+  }
+  if (StartsWith(raw, "\xEF\xBB\xBF", 3)) raw.erase(0, 3);
+  ConfigFileText file;
+  file.text.reserve(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] != '\r') {
+      file.text.push_back(raw[i]);
+    } else if (i + 1 >= raw.size() || raw[i + 1] != '\n') {
+      file.text.push_back('\n');
+    }
+  }
+  std::string section;
+  int number = 0;
+  for (size_t begin = 0; begin < file.text.size();) {
+    size_t end = file.text.find('\n', begin);
+    if (end == std::string::npos) end = file.text.size();
+    const std::string line = file.text.substr(begin, end - begin);
+    begin = end + 1;
+    ++number;
+    const size_t first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#' ||
+        line[first] == ';') {
+      continue;
+    }
+    if (line[first] == '[') {
+      const size_t close = line.find(']', first);
+      section = line.substr(first + 1, close == std::string::npos
+                                           ? std::string::npos
+                                           : close - first - 1);
+      file.sections.emplace_back(section, number);
+      continue;
+    }
+    std::string name = line.substr(first, line.find('=') - first);
+    name.erase(name.find_last_not_of(" \t") + 1);
+    file.key_lines.emplace(section.empty() ? name : section + "." + name,
+                           number);
+  }
+  return file;
+}
+
+}  // namespace memprof
