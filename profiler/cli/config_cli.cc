@@ -1,10 +1,6 @@
 #include "profiler/cli/config_cli.h"
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -14,6 +10,7 @@
 #include "models/config_validation.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
+#include "profiler/base/regular_file.h"
 #include "profiler/cli/flag_parsing.h"
 
 namespace memprof {
@@ -127,6 +124,11 @@ std::vector<std::string> ProfileWords(const std::vector<std::string>& words,
 
 }  // namespace
 
+std::string ReadConfigFile(const std::string& path) {
+  return ReadRegularFile(path, "config file", kMaxConfigFileBytes,
+                         "pass an INI file to --config");
+}
+
 int64_t ByteSizeFlag(const std::string& flag, const std::string& text) {
   const int64_t bytes = ParseByteSize(text);
   if (bytes < 1) {
@@ -138,7 +140,7 @@ int64_t ByteSizeFlag(const std::string& flag, const std::string& text) {
 }
 
 int FindKeyLine(const std::string& path, const std::string& key) {
-  std::ifstream in(path);
+  std::istringstream in(ReadConfigFile(path));
   std::string line, section;
   for (int number = 1; std::getline(in, line); ++number) {
     const size_t begin = line.find_first_not_of(" \t");
@@ -170,13 +172,7 @@ constexpr std::pair<const char*, const char*> kAliasKeys[] = {
 void StoreConfigFile(const std::string& path,
                      const po::options_description& keys,
                      const std::string& command, po::variables_map& vm) {
-  std::ifstream file(path);
-  if (!file || std::filesystem::is_directory(path)) {
-    const std::string reason =
-        file ? "it is a directory" : std::strerror(errno);
-    throw InputError("cannot read config file '" + path + "': " + reason +
-                     "; pass an existing file to --config");
-  }
+  std::istringstream file(ReadConfigFile(path));
   try {
     po::store(po::parse_config_file(file, keys), vm);
   } catch (const po::unknown_option& e) {

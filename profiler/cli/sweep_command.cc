@@ -265,7 +265,8 @@ SweepPoint RunAt(const SweepArgs& args, int64_t n, int64_t stage) {
 }  // namespace
 
 int RunSweepCommand(const SweepArgs& args) {
-  CreateOutputDirectory("--out", args.out_dir);
+  // Each run writes in a directory of its own inside.
+  CreateOutputDirectory("--out", args.out_dir, 2 * kLongestOutputName);
   std::vector<SweepPoint> points;
   const std::vector<int64_t> stages =
       args.zero_stages.empty() ? std::vector<int64_t>{-1} : args.zero_stages;
