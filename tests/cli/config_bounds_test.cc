@@ -71,12 +71,13 @@ TEST_F(ConfigBounds, ABucketCapPastATebibyteIsRefused) {
             1048576);
 }
 
-// 17 billion fp32 parameters (69 GB): the model state of 2^24 ranks added
-// up is past int64, and predict and fit printed wrapped figures.
+// 34 billion fp32 parameters: the model state of 2^24 ranks added up is
+// past int64, and predict and fit printed wrapped figures ("-6291096 TiB
+// in all", "-8388320 TiB in duplicate").
 TEST_F(ConfigBounds, AWorldWhoseTotalsOverflowIsRefusedByPredictAndFit) {
   const std::string big = (dir_ / "big.ini").string();
   WriteFile(big,
-            "model = mlp\n[mlp]\ninput = 65536\nhidden = 65536\ndepth = 4\n"
+            "model = mlp\n[mlp]\ninput = 65536\nhidden = 65536\ndepth = 8\n"
             "output = 10\n");
   for (const std::string command :
        {"predict --config " + big + " --world-size 16777216",
@@ -95,6 +96,8 @@ TEST_F(ConfigBounds, AWorldWhoseTotalsOverflowIsRefusedByPredictAndFit) {
       RunMemprof("predict --config " + big + " --world-size 4096 --json");
   EXPECT_EQ(fine.exit_code, 0) << fine.output;
   EXPECT_EQ(fine.output.find("\"group_bytes\": -"), std::string::npos)
+      << fine.output;
+  EXPECT_EQ(fine.output.find("\"duplicated_bytes\": -"), std::string::npos)
       << fine.output;
 }
 

@@ -285,6 +285,26 @@ TEST_F(Corpus, ADeeplyNestedFileIsRefusedByEveryReader) {
             std::string::npos);
 }
 
+// memprof's own allocation failing used to abort (exit 134, "terminate
+// called after throwing an instance of 'std::bad_alloc'"): under a 100 MB
+// address-space limit, 8 MiB of empty objects (about 200 MiB parsed) must
+// end in exit 3 with a sentence.
+TEST_F(Corpus, RunningOutOfMemoryItselfIsARunFailureThatSaysSo) {
+  std::string text = OneRankReport().dump();
+  text.pop_back();
+  text += ",\"x\":[{}";
+  for (int i = 0; i < (8 << 20) / 3; ++i) text += ",{}";
+  WriteFile(dir_ / "rank-0.json", text + "]}");
+  const CommandResult r =
+      RunCommand("ulimit -v 100000; " + std::string(MEMPROF_BINARY) +
+                 " report --run " + dir_.string());
+  EXPECT_EQ(r.exit_code, kExitRunFailed) << r.output;
+  EXPECT_NE(r.output.find("memprof: run failed: memprof itself ran out of "
+                          "memory"),
+            std::string::npos)
+      << r.output;
+}
+
 // The cap leaves room: rank reports nest 4 levels, baselines 5.
 TEST(RankReportReader, OwnFilesNestWellWithinTheDepthCap) {
   int deepest = 0;
