@@ -68,6 +68,10 @@ void PrintOutOfMemory() {
   (void)ignored;
 }
 
+// The handler before OnTerminate (the library's, which names the
+// exception).
+std::terminate_handler previous_terminate = nullptr;
+
 [[noreturn]] void OnTerminate() {
   if (const std::exception_ptr thrown = std::current_exception()) {
     try {
@@ -78,13 +82,17 @@ void PrintOutOfMemory() {
     } catch (...) {
     }
   }
-  std::abort();  // a bug: keep the core
+  // A bug: the library's handler names it and keeps the core.
+  if (previous_terminate != nullptr) previous_terminate();
+  std::abort();
 }
 
 }  // namespace
 
 int RunWithExitCodes(const std::function<int()>& command) {
-  std::set_terminate(&OnTerminate);
+  if (std::get_terminate() != &OnTerminate) {
+    previous_terminate = std::set_terminate(&OnTerminate);
+  }
   try {
     return command();
   } catch (const std::bad_alloc&) {
