@@ -1,7 +1,9 @@
 #include "models/config_validation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
 
 #include "models/resnet_table.h"
@@ -25,6 +27,12 @@ void RequirePositive(const std::string& key, int64_t value) {
 constexpr int64_t kMaxDimension = (int64_t{1} << 31) - 1;
 constexpr int64_t kMaxLayers = 10000;
 constexpr int64_t kFirstSteadyStep = 3;
+// A DDP bucket of 1 TiB already holds any model memprof can count; the cap
+// keeps bucket_cap_mb * 2^20 an exact int64.
+constexpr int64_t kMaxBucketCapMb = int64_t{1} << 20;
+// A collective that waits a day is hung; the bound keeps every deadline
+// (now + timeout, in the clocks' nanoseconds) within int64.
+constexpr int64_t kMaxTimeoutS = 24 * 60 * 60;
 
 void RequireSize(const std::string& key, int64_t value,
                  int64_t most = kMaxDimension) {
@@ -100,6 +108,15 @@ void ValidateResnet(const ResnetConfig& r, int64_t micro_batch) {
 void RequireCountable(const RunConfig& c) {
   try {
     BuildSizeTable(c, MicroBatch(c)).RequireCountable();
+    // Note [Totals across ranks]
+    if (c.ddp.world_size > LargestCountableWorld(c)) {
+      throw ConfigError(
+          "ddp.world_size",
+          "ddp.world_size " + std::to_string(c.ddp.world_size) +
+              ": the model state of that many ranks, added up, is more "
+              "bytes than memprof can count (2^63 - 1); choose at most " +
+              std::to_string(LargestCountableWorld(c)) + " ranks");
+    }
   } catch (const SizeOverflow& e) {
     throw InputError("the " + c.model +
                      " model these sizes describe is too large for memprof "
@@ -110,6 +127,15 @@ void RequireCountable(const RunConfig& c) {
 }
 
 }  // namespace
+
+int64_t LargestCountableWorld(const RunConfig& config) {
+  const int64_t parameter_bytes =
+      BuildSizeTable(config, 1).Bytes(RowKind::kParameter);
+  return std::min(kMaxDdpWorldSize,
+                  std::numeric_limits<int64_t>::max() /
+                      (kModelStatePerParameterByte *
+                       std::max<int64_t>(1, parameter_bytes)));
+}
 
 void ValidateRunConfig(const RunConfig& c) {
   if (c.model == "mlp") {
@@ -138,9 +164,15 @@ void ValidateRunConfig(const RunConfig& c) {
             std::to_string(kFirstSteadyStep));
   }
   RequireFinitePositive("train.lr", c.train.lr);
-  RequireSize("ddp.world_size", c.ddp.world_size, int64_t{1} << 24);
+  RequireSize("ddp.world_size", c.ddp.world_size, kMaxDdpWorldSize);
   RequireFinitePositive("ddp.bucket_cap_mb", c.ddp.bucket_cap_mb);
-  RequirePositive("ddp.timeout_s", c.ddp.timeout_s);
+  if (c.ddp.bucket_cap_mb > kMaxBucketCapMb) {
+    throw ConfigError("ddp.bucket_cap_mb",
+                      "ddp.bucket_cap_mb must be at most " +
+                          std::to_string(kMaxBucketCapMb) + " (1 TiB), got " +
+                          Describe(c.ddp.bucket_cap_mb));
+  }
+  RequireSize("ddp.timeout_s", c.ddp.timeout_s, kMaxTimeoutS);
   if (c.train.global_batch < 0) {
     throw ConfigError("train.global_batch",
                       "train.global_batch must be positive (or 0 for unset), "

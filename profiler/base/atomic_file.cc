@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -37,8 +38,25 @@ void WriteFlaggedFile(const std::string& flag, const std::string& path,
   }
 }
 
-void CreateOutputDirectory(const std::string& flag, const std::string& dir) {
+void CreateOutputDirectory(const std::string& flag, const std::string& dir,
+                           size_t room) {
+  // PATH_MAX counts the terminating NUL.
+  if (dir.size() + 1 + room > PATH_MAX - 1) {
+    throw InputError(flag + ": the path is " + std::to_string(dir.size()) +
+                     " characters; memprof writes files of up to " +
+                     std::to_string(room) + " characters in it, and this " +
+                     "system takes paths of at most " +
+                     std::to_string(PATH_MAX - 1) + ": choose a shorter path");
+  }
   std::error_code error;
+  if (std::filesystem::is_symlink(dir, error) &&
+      !std::filesystem::exists(dir, error)) {
+    throw InputError(
+        flag + ": '" + dir + "' is a symbolic link to '" +
+        std::filesystem::read_symlink(dir, error).string() +
+        "', which does not exist; create that directory or choose another "
+        "path");
+  }
   std::filesystem::create_directories(dir, error);
   if (error || !std::filesystem::is_directory(dir)) {
     throw InputError(flag + ": cannot create output directory '" + dir +

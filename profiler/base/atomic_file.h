@@ -15,9 +15,18 @@ void WriteFileAtomically(const std::string& path, const std::string& content);
 void WriteFlaggedFile(const std::string& flag, const std::string& path,
                       const std::string& content);
 
+// The longest name memprof writes inside an output directory, a temporary
+// included ("snapshot-16777215.pickle.tmp.4194304" is 36), with room to
+// spare.
+inline constexpr size_t kLongestOutputName = 64;
+
 // Creates the directory a flag names (and its parents) unless it exists;
 // throws InputError "FLAG: cannot create output directory 'DIR': REASON;
-// choose a writable path".
-void CreateOutputDirectory(const std::string& flag, const std::string& dir);
+// choose a writable path". Also refuses, before anything is created, a DIR
+// too long for DIR/ and `room` more characters to stay within the system's
+// path limit (PATH_MAX), so that a run never fails at its first write
+// after training; and names a symbolic link whose target is missing.
+void CreateOutputDirectory(const std::string& flag, const std::string& dir,
+                           size_t room = kLongestOutputName);
 
 }  // namespace memprof

@@ -1,11 +1,7 @@
 #include "profiler/base/json_reader.h"
 
-#include <cerrno>
+#include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "profiler/base/errors.h"
 #include "profiler/base/schema_version.h"
@@ -24,6 +20,31 @@ std::string Shorten(const std::string& text) {
 std::string Untagged(const std::string& what) {
   const size_t end = what.find("] ");
   return end == std::string::npos ? what : what.substr(end + 2);
+}
+
+// The deepest nesting of arrays and objects in `text`, counted up to
+// `limit` + 1 (brackets inside strings are not counted; the parser judges
+// the rest of the syntax).
+int NestingDepth(const std::string& text, int limit) {
+  int depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size() && deepest <= limit; ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
 }
 
 }  // namespace
@@ -65,6 +86,11 @@ void JsonReader::Fail(const std::string& where,
 }
 
 Json JsonReader::Parse(const std::string& text) const {
+  if (NestingDepth(text, kMaxJsonDepth) > kMaxJsonDepth) {
+    Fail("", "arrays and objects nested deeper than " +
+                 std::to_string(kMaxJsonDepth) +
+                 " levels; memprof's files nest a few");
+  }
   try {
     return Json::parse(text);
   } catch (const Json::parse_error& e) {
@@ -182,25 +208,6 @@ int64_t JsonReader::Integer(const Json& value, const std::string& where,
     Fail(where, "expected " + range + ", got " + DescribeJson(value));
   }
   return value.get<int64_t>();
-}
-
-std::string ReadTextFile(const std::string& path, const std::string& remedy) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) {
-    throw InputError("cannot read '" + path + "': it is a directory; " +
-                     remedy);
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InputError("cannot read '" + path + "': " + std::strerror(errno) +
-                     "; " + remedy);
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    throw InputError("cannot read '" + path + "': read error; " + remedy);
-  }
-  return text.str();
 }
 
 }  // namespace memprof

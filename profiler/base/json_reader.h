@@ -15,6 +15,10 @@
 
 namespace memprof {
 
+// Arrays and objects inside one another, at most (rank reports nest 4,
+// baselines 5).
+inline constexpr int kMaxJsonDepth = 32;
+
 class JsonReader {
  public:
   using Json = nlohmann::ordered_json;
@@ -25,7 +29,10 @@ class JsonReader {
   [[noreturn]] void Fail(const std::string& where,
                          const std::string& reason) const;
 
-  // "the file ends early (truncated?)" or "not valid JSON".
+  // "the file ends early (truncated?)", "not valid JSON", or "nested
+  // deeper than kMaxJsonDepth": memprof's files nest a few levels, and a
+  // deeper document (a 100,000-deep array) is refused before it is parsed,
+  // so that nothing recursive ever walks it.
   Json Parse(const std::string& text) const;
 
   // Requires an object whose "schema" is of `expected`'s family and major
@@ -71,8 +78,5 @@ std::string JsonPath(const std::string& where, const std::string& key);
 std::string JsonElement(const std::string& where, size_t i);
 // A JSON value in an error message ("'abc'", "42", "an object").
 std::string DescribeJson(const nlohmann::ordered_json& value);
-
-// The whole file; InputError "cannot read 'PATH': REASON; REMEDY".
-std::string ReadTextFile(const std::string& path, const std::string& remedy);
 
 }  // namespace memprof

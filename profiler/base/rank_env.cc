@@ -1,5 +1,6 @@
 #include "profiler/base/rank_env.h"
 
+#include <cerrno>
 #include <cstdlib>
 
 #include "profiler/base/errors.h"
@@ -13,12 +14,20 @@ std::optional<std::string> Env(const char* name) {
   return std::string(value);
 }
 
-int IntEnv(const char* name, const std::string& text, int min) {
+// Ranks, world sizes and descriptors: at most 2^24 (the largest world).
+constexpr long kMaxCount = 1 << 24;
+constexpr long kMaxPort = 65535;
+
+int IntEnv(const char* name, const std::string& text, long min,
+           long max = kMaxCount) {
   char* end = nullptr;
+  errno = 0;
   const long value = std::strtol(text.c_str(), &end, 10);
-  if (end == text.c_str() || *end != '\0' || value < min || value > 1 << 24) {
+  if (end == text.c_str() || *end != '\0' || errno == ERANGE || value < min ||
+      value > max) {
     throw InputError(std::string("environment variable ") + name + "='" + text +
-                     "' is not an integer >= " + std::to_string(min));
+                     "' is not an integer in [" + std::to_string(min) + ", " +
+                     std::to_string(max) + "]");
   }
   return static_cast<int>(value);
 }
@@ -59,7 +68,7 @@ std::optional<RankTopology> TopologyFromEnvironment() {
                        "the address and port of rank 0 for the rendezvous");
     }
     topology.master_addr = *addr;
-    topology.master_port = IntEnv("MASTER_PORT", *port, 1);
+    topology.master_port = IntEnv("MASTER_PORT", *port, 1, kMaxPort);
     topology.launched_by_memprof = Env("MEMPROF_LAUNCHED").has_value();
     if (topology.launched_by_memprof && topology.rank == 0) {
       if (const auto fd = Env("MEMPROF_STORE_FD")) {

@@ -6,16 +6,19 @@
 #include "profiler/base/atomic_file.h"
 #include "profiler/base/errors.h"
 #include "profiler/gate/gate_run.h"
+#include "profiler/report/run_files.h"
 
 namespace memprof {
 
 int RunCheckCommand(const CheckArgs& args) {
+  RequireCheckOutputs(args.check, args.run_dir);
   const Baseline baseline = LoadBaseline(args.check.baseline_path);
   const RunFigures run = LoadRun(args.run_dir);
   return GateRun(baseline, run, args.run_dir, args.check);
 }
 
 int RunBaselineCommand(const BaselineArgs& args) {
+  RequireOutsideRun("--out", args.out_path, args.run_dir);
   Baseline baseline;
   baseline.run = LoadRun(args.run_dir);
   baseline.tolerances = args.tolerances;

@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <iostream>
+#include <new>
 #include <string>
 
 #include "profiler/base/errors.h"
@@ -44,11 +47,57 @@ std::string Printable(const std::string& message) {
   return out;
 }
 
+// Note [memprof out of memory]
+// memprof's own allocations can fail (under ulimit -v, or in a container
+// at its memory limit). The readers cap what a file can make them allocate
+// (Note [File size caps] in profiler/base/regular_file.h), so this is the
+// machine's limit, not the input: a run failed, exit 3. A std::bad_alloc
+// that reaches RunWithExitCodes is caught there; one thrown where nothing
+// can catch it (a thread, a noexcept function) reaches the terminate
+// handler, which used to abort (exit 134) without a word. Both print the
+// same line, written without allocating.
+constexpr const char kOutOfMemory[] =
+    "memprof: run failed: memprof itself ran out of memory (an allocation "
+    "was refused: a memory limit such as ulimit -v or a container's, or "
+    "the machine's memory is used up); raise the limit or free memory\n";
+
+void PrintOutOfMemory() {
+  std::fflush(stdout);
+  const ssize_t ignored =
+      ::write(STDERR_FILENO, kOutOfMemory, sizeof kOutOfMemory - 1);
+  (void)ignored;
+}
+
+// The handler before OnTerminate (the library's, which names the
+// exception).
+std::terminate_handler previous_terminate = nullptr;
+
+[[noreturn]] void OnTerminate() {
+  if (const std::exception_ptr thrown = std::current_exception()) {
+    try {
+      std::rethrow_exception(thrown);
+    } catch (const std::bad_alloc&) {
+      PrintOutOfMemory();
+      std::_Exit(kExitRunFailed);
+    } catch (...) {
+    }
+  }
+  // A bug: the library's handler names it and keeps the core.
+  if (previous_terminate != nullptr) previous_terminate();
+  std::abort();
+}
+
 }  // namespace
 
 int RunWithExitCodes(const std::function<int()>& command) {
+  if (std::get_terminate() != &OnTerminate) {
+    previous_terminate = std::set_terminate(&OnTerminate);
+  }
   try {
     return command();
+  } catch (const std::bad_alloc&) {
+    PrintOutOfMemory();
+    return kExitRunFailed;
   } catch (const InputError& e) {
     std::cerr << "memprof: " << Origin() << "error: " << Printable(e.what())
               << "\n";

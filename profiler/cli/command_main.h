@@ -8,7 +8,9 @@
 namespace memprof {
 
 // Runs `command`; an InputError prints "memprof: ... error: ..." and gives
-// 2, any other exception "run failed" and 3.
+// 2, any other exception "run failed" and 3. memprof's own allocation
+// failing (std::bad_alloc, even where nothing can catch it) prints that it
+// ran out of memory and gives 3.
 int RunWithExitCodes(const std::function<int()>& command);
 
 }  // namespace memprof

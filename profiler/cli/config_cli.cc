@@ -1,12 +1,6 @@
 #include "profiler/cli/config_cli.h"
 
-#include <algorithm>
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -17,6 +11,7 @@
 #include "profiler/base/effective_config.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
+#include "profiler/base/regular_file.h"
 #include "profiler/cli/config_file.h"
 #include "profiler/cli/flag_parsing.h"
 
@@ -122,6 +117,11 @@ std::vector<std::string> ProfileWords(const std::vector<std::string>& words,
 
 }  // namespace
 
+std::string ReadConfigFile(const std::string& path) {
+  return ReadRegularFile(path, "config file", kMaxConfigFileBytes,
+                         "pass an INI file to --config");
+}
+
 int64_t ByteSizeFlag(const std::string& flag, const std::string& text) {
   const int64_t bytes = ParseByteSize(text);
   if (bytes < 1) {
@@ -133,9 +133,7 @@ int64_t ByteSizeFlag(const std::string& flag, const std::string& text) {
 }
 
 int FindKeyLine(const std::string& path, const std::string& key) {
-  std::ifstream in(path, std::ios::binary);
-  const ConfigFileText file = ConfigFileTextOf(
-      path, std::string(std::istreambuf_iterator<char>(in), {}));
+  const ConfigFileText file = ConfigFileTextOf(path, ReadConfigFile(path));
   const auto line = file.key_lines.find(key);
   return line == file.key_lines.end() ? 0 : line->second;
 }
@@ -156,14 +154,7 @@ ConfigFileText StoreConfigFile(const std::string& path,
                                const po::options_description& keys,
                                const std::string& command,
                                po::variables_map& vm) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in || std::filesystem::is_directory(path)) {
-    const std::string reason = in ? "it is a directory" : std::strerror(errno);
-    throw InputError("cannot read config file '" + path + "': " + reason +
-                     "; pass an existing file to --config");
-  }
-  const ConfigFileText file = ConfigFileTextOf(
-      path, std::string(std::istreambuf_iterator<char>(in), {}));
+  const ConfigFileText file = ConfigFileTextOf(path, ReadConfigFile(path));
   const auto line_of = [&](const std::string& key) {
     const auto line = file.key_lines.find(key);
     return line == file.key_lines.end() ? 0 : line->second;

@@ -109,4 +109,14 @@ int64_t ByteSizeFlag(const std::string& flag, const std::string& text);
 // 1-based line of `key` ("mlp.hidden") in an INI file; 0 when absent.
 int FindKeyLine(const std::string& path, const std::string& key);
 
+// The largest config file memprof reads (Note [File size caps] in
+// profiler/base/regular_file.h).
+inline constexpr int64_t kMaxConfigFileBytes = int64_t{1} << 20;
+
+// The text of the config file at `path`; InputError "cannot read config
+// file 'PATH': REASON; pass an INI file to --config" when it cannot be
+// read, is not a regular file (a FIFO, /dev/zero) or is over
+// kMaxConfigFileBytes.
+std::string ReadConfigFile(const std::string& path);
+
 }  // namespace memprof

@@ -125,7 +125,8 @@ class Measurer {
 
 std::string MeasureDir(const FitArgs& args) {
   if (!args.out_dir.empty()) {
-    CreateOutputDirectory("--out", args.out_dir);
+    // Each run writes in a directory of its own inside.
+    CreateOutputDirectory("--out", args.out_dir, 2 * kLongestOutputName);
     return args.out_dir;
   }
   std::string pattern =

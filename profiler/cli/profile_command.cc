@@ -20,6 +20,7 @@
 #include "profiler/base/effective_config.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/json_reader.h"
+#include "profiler/base/human_bytes.h"
 #include "profiler/base/rank_env.h"
 #include "profiler/capture/capture_file.h"
 #include "profiler/cli/launcher.h"
@@ -140,7 +141,7 @@ std::vector<RankReport> RunThisRank(const RunConfig& config,
   // reader, and keeps its own (a job of one gathers nothing).
   const std::vector<std::string> all =
       group.size() == 1 ? std::vector<std::string>{}
-                        : group.AllGather(ReadTextFile(rank_path, ""));
+                        : group.AllGather(ReadRankReportText(rank_path));
   if (group.rank() != 0) return {};
   std::vector<RankReport> ranks;
   ranks.push_back(std::move(report));
@@ -245,6 +246,7 @@ int RunProfileCommand(const ProfileArgs& args) {
   const bool checker =
       !topology || (topology->rank == 0 && !topology->launched_by_memprof);
   if (!args.check.baseline_path.empty() && checker) {
+    RequireCheckOutputs(args.check, args.out_dir);
     baseline = LoadBaseline(args.check.baseline_path);
     // The run's context is known before it trains: a baseline it could
     // not be gated against is refused now, not after the run.
@@ -291,6 +293,8 @@ int RunProfileCommand(const ProfileArgs& args) {
                      e.what() +
                      " on this host; choose a free MASTER_PORT (or stop what "
                      "holds it)");
+  } catch (const InputError&) {
+    throw;  // MASTER_ADDR does not resolve
   } catch (const std::runtime_error& e) {
     throw RunFailure(e.what());
   }

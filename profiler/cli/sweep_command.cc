@@ -388,7 +388,8 @@ int RunSweepCommand(const SweepArgs& args) {
       args.zero_stages.empty() ? std::vector<int64_t>{-1} : args.zero_stages;
   std::cout << FormatEffectiveConfig(args.config) << std::flush;
   CheckPoints(args, stages);
-  CreateOutputDirectory("--out", args.out_dir);
+  // Each run writes in a directory of its own inside.
+  CreateOutputDirectory("--out", args.out_dir, 2 * kLongestOutputName);
   std::vector<SweepPoint> points;
   std::optional<SweepFailure> failure;
   for (int64_t n : args.world_sizes) {

@@ -88,6 +88,10 @@ RankReportFigures FiguresOf(const RankReport& report,
 RunFigures CombineRankReports(const std::vector<RankReportFigures>& reports,
                               const std::vector<std::string>& origins);
 
+// The largest baseline memprof reads (Note [File size caps] in
+// profiler/base/regular_file.h).
+inline constexpr int64_t kMaxBaselineBytes = int64_t{128} << 20;
+
 Baseline ParseBaseline(const std::string& text, const std::string& origin);
 nlohmann::ordered_json BaselineToJson(const Baseline& baseline);
 

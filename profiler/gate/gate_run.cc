@@ -9,10 +9,11 @@
 
 #include "profiler/base/atomic_file.h"
 #include "profiler/base/errors.h"
-#include "profiler/base/json_reader.h"
+#include "profiler/base/regular_file.h"
 #include "profiler/gate/regression_check.h"
 #include "profiler/report/rank_outcome.h"
 #include "profiler/report/report_text.h"
+#include "profiler/report/run_files.h"
 #include "profiler/report/run_reports.h"
 
 namespace memprof {
@@ -36,9 +37,9 @@ void AppendStepSummary(const std::string& markdown) {
 
 Baseline LoadBaseline(const std::string& path) {
   return ParseBaseline(
-      ReadTextFile(path,
-                   "pass a baseline written by 'memprof baseline --run DIR "
-                   "--out FILE'"),
+      ReadRegularFile(path, "baseline", kMaxBaselineBytes,
+                      "pass a baseline written by 'memprof baseline --run DIR "
+                      "--out FILE'"),
       path);
 }
 
@@ -113,6 +114,22 @@ RunFigures RunFromReports(const std::vector<RankReport>& ranks,
     reports.push_back(FiguresOf(rank, origins.back()));
   }
   return CombineRankReports(reports, origins);
+}
+
+void RequireCheckOutputs(const CheckOptions& options,
+                         const std::string& run_dir) {
+  const std::pair<const char*, const std::string*> outputs[] = {
+      {"--markdown", &options.markdown_path}, {"--json", &options.json_path}};
+  for (const auto& [flag, path] : outputs) {
+    if (path->empty()) continue;
+    RequireOutsideRun(flag, *path, run_dir);
+    std::error_code error;
+    if (fs::equivalent(*path, options.baseline_path, error)) {
+      throw InputError(std::string(flag) + " " + *path +
+                       ": that is the baseline the run is checked against, "
+                       "which memprof would overwrite; choose another path");
+    }
+  }
 }
 
 int GateRun(const Baseline& baseline, const RunFigures& run,

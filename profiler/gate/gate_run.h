@@ -39,6 +39,12 @@ void RequireFinishedRun(const std::vector<RankReport>& ranks,
 RunFigures RunFromReports(const std::vector<RankReport>& ranks,
                           const std::string& dir);
 
+// Throws InputError when --markdown or --json names one of the run's files
+// in `run_dir` or the baseline itself, which writing would replace: called
+// before the run is read (or trained).
+void RequireCheckOutputs(const CheckOptions& options,
+                         const std::string& run_dir);
+
 // Compares `run` with `baseline`, prints the table, writes --markdown and
 // --json, appends the Markdown to $GITHUB_STEP_SUMMARY when it is set, and
 // returns the exit code (0 or 1). Throws InputError on a context mismatch

@@ -189,9 +189,12 @@ FitAnswer Fit(const RunConfig& config, int64_t budget_bytes) {
     at.ddp.world_size = n;
     return Predict(at).zero.stage3_bytes + beyond_state <= budget_bytes;
   };
-  if (zero3_fits(kLargestWorld)) {
+  // Note [Totals across ranks]: no larger world has countable totals.
+  const int64_t largest_world =
+      std::min(kLargestWorld, LargestCountableWorld(config));
+  if (zero3_fits(largest_world)) {
     // The fewest ranks: the first n where it fits (monotone in n).
-    int64_t lo = 1, hi = kLargestWorld;
+    int64_t lo = 1, hi = largest_world;
     while (lo < hi) {
       const int64_t mid = lo + (hi - lo) / 2;
       if (zero3_fits(mid)) {

@@ -23,6 +23,10 @@
 
 namespace memprof {
 
+// The largest rank-<r>.json memprof reads (Note [File size caps] in
+// profiler/base/regular_file.h).
+inline constexpr int64_t kMaxRankReportBytes = int64_t{64} << 20;
+
 // context.cuda (memprof.rank/1.1): memprof's CUDA parts and this machine's
 // devices; absent from 1.0 reports, read as not compiled.
 struct CudaContext {
@@ -261,6 +265,10 @@ ReportContext ContextFromJson(const nlohmann::ordered_json& context,
 RankReport RankReportFromJson(const nlohmann::ordered_json& doc,
                               const std::string& origin);
 RankReport ParseRankReport(const std::string& text, const std::string& origin);
+// The text of the rank report at `path`, at most kMaxRankReportBytes
+// (Note [File size caps] in profiler/base/regular_file.h); InputError
+// naming the file otherwise.
+std::string ReadRankReportText(const std::string& path);
 // Reads and parses the file at `path` (named in every error).
 RankReport ReadRankReport(const std::string& path);
 

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "profiler/base/json_reader.h"
+#include "profiler/base/regular_file.h"
 #include "profiler/base/schema_version.h"
 #include "profiler/report/rank_report.h"
 
@@ -601,8 +602,12 @@ RankReport ParseRankReport(const std::string& text, const std::string& origin) {
   return RankReportFromJson(JsonReader(origin, kRemedy).Parse(text), origin);
 }
 
+std::string ReadRankReportText(const std::string& path) {
+  return ReadRegularFile(path, "rank report", kMaxRankReportBytes, kRemedy);
+}
+
 RankReport ReadRankReport(const std::string& path) {
-  return ParseRankReport(ReadTextFile(path, kRemedy), path);
+  return ParseRankReport(ReadRankReportText(path), path);
 }
 
 }  // namespace memprof

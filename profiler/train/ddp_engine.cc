@@ -129,6 +129,7 @@ ProcessGroup::ProcessGroup(const RankTopology& topology, int64_t timeout_s,
     : impl_(std::make_unique<Impl>()) {
   impl_->rank = topology.rank;
   impl_->size = topology.world_size;
+  RequireResolvable(topology.master_addr);
   const int64_t bound_s = std::min(timeout_s, kRendezvousTimeoutS);
   const bool local = IsLoopback(topology.master_addr);
   c10d::TCPStoreOptions options;

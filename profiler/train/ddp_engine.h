@@ -30,9 +30,10 @@ struct GroupBackend {
 // The process group alone: rendezvous and collectives.
 class ProcessGroup {
  public:
-  // Throws PortBusy when rank 0 cannot listen on the port, and
-  // std::runtime_error naming the bound when the rendezvous fails or does
-  // not complete within min(timeout_s, 60) s (Note [Bounded rendezvous]).
+  // Throws InputError when MASTER_ADDR does not resolve, PortBusy when
+  // rank 0 cannot listen on the port, and std::runtime_error naming the bound
+  // when the rendezvous fails or does not complete within min(timeout_s, 60) s
+  // (Note [Bounded rendezvous]).
   ProcessGroup(const RankTopology& topology, int64_t timeout_s,
                const GroupBackend& backend = {});
   ~ProcessGroup();

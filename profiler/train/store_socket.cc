@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "profiler/base/errors.h"
+
 namespace memprof {
 
 // Note [Store socket]
@@ -64,16 +66,32 @@ bool IsLoopback(const std::string& host) {
 // nothing): a local job gets 127.0.0.1, a rank on another machine the
 // address of the interface that faces rank 0. GLOO_SOCKET_IFNAME, when set,
 // still wins (ddp_engine.cc).
-std::string LocalAddressTowards(const std::string& host) {
+namespace {
+
+// The IPv4 addresses of `host`; the caller frees them.
+addrinfo* Resolve(const std::string& host) {
   addrinfo hints{};
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_DGRAM;
   addrinfo* found = nullptr;
   const int resolved = ::getaddrinfo(host.c_str(), "9", &hints, &found);
   if (resolved != 0) {
-    throw std::runtime_error("MASTER_ADDR=" + host + " does not resolve: " +
-                             ::gai_strerror(resolved));
+    throw InputError("MASTER_ADDR=" + host + " does not resolve (" +
+                     ::gai_strerror(resolved) +
+                     "); export the IPv4 address or host name of rank 0's "
+                     "machine");
   }
+  return found;
+}
+
+}  // namespace
+
+void RequireResolvable(const std::string& host) {
+  ::freeaddrinfo(Resolve(host));
+}
+
+std::string LocalAddressTowards(const std::string& host) {
+  addrinfo* found = Resolve(host);
   const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
   sockaddr_in local{};
   socklen_t length = sizeof local;

@@ -28,9 +28,14 @@ StoreSocket ListenForStore(const std::string& address, int port);
 // True for the loopback names a local job uses.
 bool IsLoopback(const std::string& host);
 
+// Throws InputError naming MASTER_ADDR=`host` when it does not resolve to
+// an IPv4 address (bad input: exit 2, not a failed run).
+void RequireResolvable(const std::string& host);
+
 // The IPv4 address of this host's interface that routes to `host` (a name
 // or an address): the address peers can reach this rank at. Throws
-// std::runtime_error naming `host` when it does not resolve or has no route.
+// InputError as RequireResolvable, and std::runtime_error naming `host`
+// when it has no route.
 std::string LocalAddressTowards(const std::string& host);
 
 }  // namespace memprof

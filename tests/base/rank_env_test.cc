@@ -79,5 +79,19 @@ TEST_F(RankEnvTest, IncompleteOrInconsistentIsBadInput) {
   EXPECT_NE(ErrorOf().find("not below WORLD_SIZE"), std::string::npos);
 }
 
+// A port past 65535 once wrapped to another (99999 became 34463).
+TEST_F(RankEnvTest, APortOutsideTheTcpRangeIsRefused) {
+  ::setenv("RANK", "0", 1);
+  ::setenv("WORLD_SIZE", "2", 1);
+  ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+  for (const char* port : {"99999", "65536", "0", "99999999999999999999"}) {
+    ::setenv("MASTER_PORT", port, 1);
+    EXPECT_EQ(ErrorOf(), std::string("environment variable MASTER_PORT='") +
+                             port + "' is not an integer in [1, 65535]");
+  }
+  ::setenv("MASTER_PORT", "65535", 1);
+  EXPECT_EQ(TopologyFromEnvironment()->master_port, 65535);
+}
+
 }  // namespace
 }  // namespace memprof

@@ -346,6 +346,39 @@ TEST_F(CliTest, OutThatCannotBeCreatedIsBadInput) {
   EXPECT_FALSE(fs::exists(file + "/sub"));
 }
 
+// Each of these once failed late or with the wrong cause: a dangling
+// symbolic link said "File exists", an --out with no room left for the
+// run's files failed only at the first write after training, and a
+// MASTER_ADDR that does not resolve was a failed run (exit 3).
+TEST_F(CliTest, OutAndRendezvousMistakesAreBadInputNamedBeforeTraining) {
+  fs::create_directory_symlink(dir_ / "gone", dir_ / "link");
+  Result r = RunMemprof(std::string("profile --config ") + kTiny + " --out " +
+                        (dir_ / "link").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("is a symbolic link to '" + (dir_ / "gone").string() +
+                          "', which does not exist"),
+            std::string::npos)
+      << r.output;
+  std::string deep = Out();
+  while (deep.size() < 4080) deep += "/d";
+  ASSERT_EQ(RunCommand("mkdir -p " + deep).exit_code, 0);
+  r = RunMemprof(std::string("profile --config ") + kTiny + " --out " + deep);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("choose a shorter path"), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::is_empty(deep));
+  RunCommand("rm -rf " + Out());  // deeper than remove_all
+  r = RunCommand(
+      "RANK=0 WORLD_SIZE=1 MASTER_ADDR=no-such-host.invalid "
+      "MASTER_PORT=29999 " +
+      std::string(MEMPROF_BINARY) + " profile --config " + kTiny + " --out " +
+      Out());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("MASTER_ADDR=no-such-host.invalid does not resolve"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST_F(CliTest, UnknownCommandAndNoCommandAreBadInput) {
   Result r = RunMemprof("profiel");
   EXPECT_EQ(r.exit_code, 2);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profiler/base/errors.h"
+#include "profiler/base/json_reader.h"
 #include "profiler/gate/gate_run.h"
 #include "profiler/predict/fit.h"
 #include "profiler/report/chrome_trace.h"
@@ -283,6 +284,95 @@ TEST_F(Corpus, BothCommandsRefuseANegativeByteCount) {
         << command << "\n"
         << r.output;
   }
+}
+
+// `doc` with the string "DEEP" written as an array nested `depth` deep.
+std::string WithDeepArray(const Json& doc, int depth) {
+  std::string text = doc.dump();
+  const size_t at = text.find("\"DEEP\"");
+  return text.replace(at, 6, std::string(depth, '[') + std::string(depth, ']'));
+}
+
+// A 100,000-deep array in a known field crashed `report`, `check` and
+// `baseline` (the stack ran out); the file is generated here, not kept.
+TEST_F(Corpus, ADeeplyNestedFileIsRefusedByEveryReader) {
+  Write(OneRankReport());
+  const std::string baseline = (dir_ / "baseline.json").string();
+  ASSERT_EQ(RunMemprof("baseline --run " + dir_.string() + " --out " + baseline)
+                .exit_code,
+            0);
+  const std::string good_baseline = ReadFile(baseline);
+  Json doc = OneRankReport();
+  doc["context"]["config"]["train"] = "DEEP";
+  WriteFile(dir_ / "rank-0.json", WithDeepArray(doc, 100000));
+  const std::string refusal =
+      (dir_ / "rank-0.json").string() +
+      ": arrays and objects nested deeper than 32 levels; memprof's files "
+      "nest a few";
+  for (const std::string command :
+       {"report --run " + dir_.string(),
+        "check --baseline " + baseline + " --run " + dir_.string(),
+        "baseline --run " + dir_.string() + " --out " +
+            (dir_ / "b2.json").string()}) {
+    const CommandResult r = RunMemprof(command);
+    EXPECT_EQ(r.exit_code, kExitBadInput) << command << "\n" << r.output;
+    EXPECT_NE(r.output.find(refusal), std::string::npos) << command << "\n"
+                                                         << r.output;
+  }
+  Write(OneRankReport());
+  Json deep_baseline = Json::parse(good_baseline);
+  deep_baseline["context"]["config"]["train"] = "DEEP";
+  WriteFile(baseline, WithDeepArray(deep_baseline, 100000));
+  const CommandResult r =
+      RunMemprof("check --baseline " + baseline + " --run " + dir_.string());
+  EXPECT_EQ(r.exit_code, kExitBadInput) << r.output;
+  EXPECT_NE(r.output.find(baseline + ": arrays and objects nested deeper"),
+            std::string::npos)
+      << r.output;
+  // As deep as the cap, it is an ordinary malformed value.
+  doc["context"]["config"]["train"] = "DEEP";
+  WriteFile(dir_ / "rank-0.json", WithDeepArray(doc, 28));
+  EXPECT_EQ(RunMemprof("report --run " + dir_.string()).output.find("deeper"),
+            std::string::npos);
+}
+
+// memprof's own allocation failing used to abort (exit 134, "terminate
+// called after throwing an instance of 'std::bad_alloc'"): under a 100 MB
+// address-space limit, 8 MiB of empty objects (about 200 MiB parsed) must
+// end in exit 3 with a sentence.
+TEST_F(Corpus, RunningOutOfMemoryItselfIsARunFailureThatSaysSo) {
+  std::string text = OneRankReport().dump();
+  text.pop_back();
+  text += ",\"x\":[{}";
+  for (int i = 0; i < (8 << 20) / 3; ++i) text += ",{}";
+  WriteFile(dir_ / "rank-0.json", text + "]}");
+  const CommandResult r =
+      RunCommand("ulimit -v 100000; " + std::string(MEMPROF_BINARY) +
+                 " report --run " + dir_.string());
+  EXPECT_EQ(r.exit_code, kExitRunFailed) << r.output;
+  EXPECT_NE(r.output.find("memprof: run failed: memprof itself ran out of "
+                          "memory"),
+            std::string::npos)
+      << r.output;
+}
+
+// The cap leaves room: rank reports nest 4 levels, baselines 5.
+TEST(RankReportReader, OwnFilesNestWellWithinTheDepthCap) {
+  int deepest = 0;
+  std::function<void(const Json&, int)> walk = [&](const Json& node,
+                                                   int depth) {
+    if (!node.is_structured()) return;
+    deepest = std::max(deepest, depth + 1);
+    for (const Json& child : node) walk(child, depth + 1);
+  };
+  walk(Json::parse(ReadFile(kFixture / "rank-0.json")), 0);
+  EXPECT_EQ(deepest, 4);
+  deepest = 0;
+  walk(Json::parse(
+           ReadFile(MEMPROF_SOURCE_DIR "/reports/baselines/mlp-tiny-ws2.json")),
+       0);
+  EXPECT_EQ(deepest, 5);
+  EXPECT_LE(deepest, kMaxJsonDepth / 4);
 }
 
 }  // namespace

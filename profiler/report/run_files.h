@@ -1,0 +1,22 @@
+// The files a run keeps in its directory (the --out of `memprof profile`):
+// rank-<r>.json, snapshot-<r>.json|pickle, capture-<r>.bin, summary.json,
+// report.md, report.html, trace.json. A command that writes a file a flag
+// names beside a run (baseline --out, check --markdown and --json) must
+// not replace one of them.
+#pragma once
+
+#include <string>
+
+namespace memprof {
+
+// Whether `name` (a file name, no directory) is one a run writes.
+bool IsRunFileName(const std::string& name);
+
+// Throws InputError "FLAG PATH: that is FILE of the run in DIR, which
+// memprof would overwrite; choose a path outside the run's files" when
+// `path` names one of the run's files in `run_dir`: by its name in that
+// directory, or as the same file through a link.
+void RequireOutsideRun(const std::string& flag, const std::string& path,
+                       const std::string& run_dir);
+
+}  // namespace memprof
