@@ -178,9 +178,6 @@ std::vector<RankReport> RunThisRank(const RunConfig& config,
   return ranks;
 }
 
-return 0;
-}
-
 // Note [Local world size]
 // --world-size N starts N processes on this machine, each with LibTorch
 // loaded (150 MB resident or more before its first tensor; about 500 MB

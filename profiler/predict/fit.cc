@@ -205,11 +205,12 @@ int64_t StateFigure(const FitAnswer& a) {
          (a.device.gpu ? a.device.outside_allocator_bytes : 0);
 }
 
-// ", with 1.00 GiB outside the allocator, 3.32 GiB" on a GPU; "" else.
+// " (3.32 GiB with the 1.00 GiB outside the allocator)" on a GPU; "" else.
 std::string WithOutside(const FitAnswer& a, int64_t bytes) {
   if (!a.device.gpu) return "";
-  return ", with " + HumanBytes(a.device.outside_allocator_bytes) +
-         " outside the allocator " + HumanBytes(bytes);
+  return " (" + HumanBytes(bytes) + " with the " +
+         HumanBytes(a.device.outside_allocator_bytes) +
+         " outside the allocator)";
 }
 
 }  // namespace
@@ -330,8 +331,12 @@ std::string FitVerdictSentence(const FitAnswer& a) {
     case FitVerdict::kActivationOverflow:
       out << "the model state, " << HumanBytes(a.model_state_bytes)
           << " per rank" << WithOutside(a, StateFigure(a)) << ", fits "
-          << budget << ", but micro-batch " << a.micro_batch << peaks
-          << HumanBytes(a.peak_bytes) << per_rank;
+          << budget << ", but ";
+      if (a.largest_micro_batch > 0 || a.micro_batch > 1) {
+        out << "micro-batch " << a.micro_batch << peaks
+            << HumanBytes(a.peak_bytes) << per_rank
+            << (a.largest_micro_batch > 0 ? "" : ", and ");
+      }
       if (a.largest_micro_batch > 0) {
         out << "; the largest micro-batch per rank that fits is "
             << a.largest_micro_batch << " (" << HumanBytes(a.largest_peak_bytes)
@@ -341,7 +346,8 @@ std::string FitVerdictSentence(const FitAnswer& a) {
                    a.largest_micro_batch
             << " ranks";
       } else {
-        out << ", and even micro-batch 1" << peaks << HumanBytes(a.peak1_bytes)
+        out << "even micro-batch 1" << peaks << HumanBytes(a.peak1_bytes)
+            << per_rank
             << ": what it adds to the model state (activations, inputs, "
                "workspace"
             << (a.device.gpu ? ", the allocator's rounding and cache" : "")
@@ -416,8 +422,11 @@ std::string FormatFit(const FitAnswer& a, const RunConfig& config) {
               : ", the same at any number of data-parallel ranks\n")
       << (a.device.gpu ? "predicted need per rank on the GPU: "
                        : "predicted peak per rank: ")
-      << HumanBytes(a.peak_bytes) << " at micro-batch " << a.micro_batch << ", "
-      << HumanBytes(a.peak1_bytes) << " at micro-batch 1\n"
+      << HumanBytes(a.peak_bytes) << " at micro-batch " << a.micro_batch
+      << (a.micro_batch == 1
+              ? ""
+              : ", " + HumanBytes(a.peak1_bytes) + " at micro-batch 1")
+      << "\n"
       << "largest micro-batch per rank that fits: ";
   if (a.largest_micro_batch > 0) {
     out << a.largest_micro_batch << " (" << HumanBytes(a.largest_peak_bytes)
