@@ -386,11 +386,11 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
 
 namespace {
 
-// --outside-allocator SIZE, or the default allowance.
+// --gpu-outside-allocator SIZE, or the default allowance.
 po::options_description OutsideAllocatorFlag(std::string& text) {
   po::options_description flags;
   flags.add_options()(
-      "outside-allocator", po::value(&text),
+      "gpu-outside-allocator", po::value(&text),
       "on a GPU, the memory outside the caching allocator (CUDA context, "
       "libraries' workspaces, NCCL's buffers) added to its reserved bytes "
       "(default 1GiB, an allowance; a GPU run's report measures it)");
@@ -400,7 +400,7 @@ po::options_description OutsideAllocatorFlag(std::string& text) {
 int64_t OutsideAllocatorBytes(const std::string& text) {
   if (text.empty()) return kDefaultOutsideAllocatorBytes;
   if (text == "0") return 0;
-  return ByteSizeFlag("outside-allocator", text);
+  return ByteSizeFlag("gpu-outside-allocator", text);
 }
 
 }  // namespace
@@ -465,7 +465,7 @@ FitArgs ParseFitArgs(const std::vector<std::string>& words) {
     throw InputError("--out is where --measure's runs write: add --measure");
   }
   args.profile_words = ProfileWords(
-      words, {"budget", "measure", "out", "outside-allocator", "world-size",
+      words, {"budget", "measure", "out", "gpu-outside-allocator", "world-size",
               "ddp.world_size", "micro-batch", "train.micro_batch",
               "global-batch", "train.global_batch"});
   return args;

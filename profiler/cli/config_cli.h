@@ -41,7 +41,7 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& args);
 
 struct PredictArgs {
   RunConfig config;
-  // --outside-allocator: the GPU memory outside the caching allocator
+  // --gpu-outside-allocator: the GPU memory outside the caching allocator
   // (Note [Outside-allocator allowance]).
   int64_t outside_allocator_bytes = 0;
   bool json = false;

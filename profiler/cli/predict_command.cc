@@ -327,7 +327,7 @@ std::string FormatPrediction(const Prediction& p, const RunConfig& config,
       << (outside_allocator_bytes == kDefaultOutsideAllocatorBytes
               ? "the default allowance, "
               : "")
-      << "--outside-allocator), the GPU needs "
+      << "--gpu-outside-allocator), the GPU needs "
       << HumanBytes(cuda.peak_reserved + outside_allocator_bytes)
       << " per rank\n";
   return out.str();

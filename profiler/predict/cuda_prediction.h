@@ -27,7 +27,7 @@
 // [Outside the allocator]). What a run needs of a GPU is the predicted
 // reserved bytes plus that memory, which no size table predicts: memprof
 // allows kDefaultOutsideAllocatorBytes for it, a round allowance, not a
-// measurement (memprof has not yet run on a GPU), which --outside-allocator
+// measurement (memprof has not yet run on a GPU), which --gpu-outside-allocator
 // overrides with the figure a GPU run measured (its report's "memory
 // outside the allocator").
 #pragma once

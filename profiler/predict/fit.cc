@@ -406,7 +406,7 @@ std::string FormatFit(const FitAnswer& a, const RunConfig& config) {
   if (a.device.gpu) {
     out << "on the GPU the budget must hold what the caching allocator "
            "reserves and the memory outside it (the CUDA context, the "
-           "libraries' workspaces, NCCL's buffers; --outside-allocator "
+           "libraries' workspaces, NCCL's buffers; --gpu-outside-allocator "
            "sets the allowance): every figure below is that sum; at "
            "micro-batch "
         << a.micro_batch << ": " << gpu_need << ", for "

@@ -309,9 +309,9 @@ TEST(FitOnAGpu, TheCommandSaysWhichFigureDecided) {
                                "outside it"),
             std::string::npos)
       << on_gpu.output;
-  const CommandResult bad = RunMemprof(run + " --outside-allocator 1XB");
+  const CommandResult bad = RunMemprof(run + " --gpu-outside-allocator 1XB");
   EXPECT_EQ(bad.exit_code, kExitBadInput) << bad.output;
-  EXPECT_NE(bad.output.find("--outside-allocator 1XB"), std::string::npos)
+  EXPECT_NE(bad.output.find("--gpu-outside-allocator 1XB"), std::string::npos)
       << bad.output;
 }
 
