@@ -12,7 +12,7 @@ inline constexpr const char* kRankSchema = "memprof.rank/1.8";
 inline constexpr const char* kSummarySchema = "memprof.summary/1";
 inline constexpr const char* kBaselineSchema = "memprof.baseline/1";
 inline constexpr const char* kCheckSchema = "memprof.check/1";
-inline constexpr const char* kPredictionSchema = "memprof.prediction/1.2";
+inline constexpr const char* kPredictionSchema = "memprof.prediction/1.3";
 inline constexpr const char* kSweepSchema = "memprof.sweep/1.1";
 inline constexpr const char* kSnapshotSchema = "memprof.snapshot/1.1";
 

@@ -14,6 +14,7 @@
 #include "profiler/base/regular_file.h"
 #include "profiler/cli/config_file.h"
 #include "profiler/cli/flag_parsing.h"
+#include "profiler/predict/cuda_prediction.h"
 
 namespace memprof {
 namespace po = boost::program_options;
@@ -420,6 +421,9 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
       "emulate a device of this size per rank (2GiB, 512MiB, 80GB, bytes): "
       "an allocation over it fails with LibTorch's out-of-memory error and "
       "the rank reports where its memory was (exit 3)")(
+      "skip-memory-check", po::bool_switch(&args.skip_memory_check),
+      "start even when the local ranks' predicted peak (or --memory-limit) "
+      "is over the memory this machine has available")(
       "snapshot-format", po::value(&args.snapshot_format),
       "json (default: snapshot-<r>.json) or pickle (snapshot-<r>.pickle, "
       "for memory viewers that read pickle only)")(
@@ -482,12 +486,35 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
   return args;
 }
 
+namespace {
+
+// --gpu-outside-allocator SIZE, or the default allowance.
+po::options_description OutsideAllocatorFlag(std::string& text) {
+  po::options_description flags;
+  flags.add_options()(
+      "gpu-outside-allocator", po::value(&text),
+      "on a GPU, the memory outside the caching allocator (CUDA context, "
+      "libraries' workspaces, NCCL's buffers) added to its reserved bytes "
+      "(default 1GiB, an allowance; a GPU run's report measures it)");
+  return flags;
+}
+
+int64_t OutsideAllocatorBytes(const std::string& text) {
+  if (text.empty()) return kDefaultOutsideAllocatorBytes;
+  if (text == "0") return 0;
+  return ByteSizeFlag("gpu-outside-allocator", text);
+}
+
+}  // namespace
+
 PredictArgs ParsePredictArgs(const std::vector<std::string>& words) {
   PredictArgs args;
+  std::string outside;
   po::options_description flags("Options");
+  flags.add(OutsideAllocatorFlag(outside));
   flags.add_options()("help,h", "print this help")(
       "json", po::bool_switch(&args.json),
-      "print the prediction as JSON (memprof.prediction/1.2)")(
+      "print the prediction as JSON (memprof.prediction/1.3)")(
       "table", po::bool_switch(&args.table),
       "also print the model's size table, one row per tensor");
   po::variables_map cli;
@@ -498,14 +525,17 @@ PredictArgs ParsePredictArgs(const std::vector<std::string>& words) {
           "model's size table; no tensor is allocated",
           args.config, cli, args.help_text)) {
     args.help = true;
+    return args;
   }
+  args.outside_allocator_bytes = OutsideAllocatorBytes(outside);
   return args;
 }
 
 FitArgs ParseFitArgs(const std::vector<std::string>& words) {
   FitArgs args;
-  std::string budget;
+  std::string budget, outside;
   po::options_description flags("Options");
+  flags.add(OutsideAllocatorFlag(outside));
   flags.add_options()("help,h", "print this help")(
       "budget", po::value(&budget),
       "memory per rank (device size): 80GiB, 512MiB, 80GB or bytes")(
@@ -532,13 +562,14 @@ FitArgs ParseFitArgs(const std::vector<std::string>& words) {
         "run 'memprof fit --help'");
   }
   args.budget_bytes = ByteSizeFlag("budget", budget);
+  args.outside_allocator_bytes = OutsideAllocatorBytes(outside);
   if (!args.out_dir.empty() && !args.measure) {
     throw InputError("--out is where --measure's runs write: add --measure");
   }
-  args.profile_words =
-      ProfileWords(words, {"budget", "measure", "out", "world-size",
-                           "ddp.world_size", "micro-batch", "train.micro_batch",
-                           "global-batch", "train.global_batch"});
+  args.profile_words = ProfileWords(
+      words, {"budget", "measure", "out", "gpu-outside-allocator", "world-size",
+              "ddp.world_size", "micro-batch", "train.micro_batch",
+              "global-batch", "train.global_batch"});
   return args;
 }
 

@@ -23,6 +23,9 @@ struct ProfileArgs {
   std::vector<std::string> words;  // as given, for launched ranks
   bool no_hook = false;  // --no-hook: step times only (main() reads it too)
   int64_t memory_limit_bytes = 0;  // --memory-limit; 0: none
+  // --skip-memory-check: start even when the local ranks' predicted memory
+  // is over what this machine has available (Note [Local memory]).
+  bool skip_memory_check = false;
   // --snapshot-format: json (snapshot-<r>.json) or pickle (.pickle, for
   // viewers that read pickle only; Note [Pickle writer]).
   std::string snapshot_format = "json";
@@ -38,6 +41,9 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& args);
 
 struct PredictArgs {
   RunConfig config;
+  // --gpu-outside-allocator: the GPU memory outside the caching allocator
+  // (Note [Outside-allocator allowance]).
+  int64_t outside_allocator_bytes = 0;
   bool json = false;
   bool table = false;  // also print the size table, row by row
   bool help = false;
@@ -50,6 +56,7 @@ PredictArgs ParsePredictArgs(const std::vector<std::string>& args);
 struct FitArgs {
   RunConfig config;
   int64_t budget_bytes = 0;
+  int64_t outside_allocator_bytes = 0;  // as PredictArgs'
   bool measure = false;  // also run micro-batches under --memory-limit
   std::string out_dir;   // --measure's runs; "" : a temporary directory
   // The config words to pass on to `memprof profile` (the config file and

@@ -168,7 +168,9 @@ int64_t LargestMeasured(Measurer& measure, int64_t guess) {
 }  // namespace
 
 int RunFitCommand(const FitArgs& args) {
-  const FitAnswer answer = Fit(args.config, args.budget_bytes);
+  const FitAnswer answer =
+      Fit(args.config, args.budget_bytes,
+          FitDeviceOf(args.config, args.outside_allocator_bytes));
   std::cout << FormatFit(answer, args.config) << std::flush;
   if (!args.measure) {
     return answer.verdict == FitVerdict::kFits ? kExitOk : kExitCheckFailed;

@@ -133,12 +133,14 @@ std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
   return "";
 }
 
-Json CudaJson(const CudaPrediction& cuda) {
+Json CudaJson(const CudaPrediction& cuda, int64_t outside_allocator_bytes) {
   return Json{{"requested_bytes", cuda.at_peak.requested},
               {"allocated_bytes", cuda.at_peak.allocated},
               {"reserved_bytes", cuda.at_peak.reserved},
               {"inactive_split_bytes", cuda.at_peak.inactive_split},
-              {"peak_reserved_bytes", cuda.peak_reserved}};
+              {"peak_reserved_bytes", cuda.peak_reserved},
+              {"outside_allocator_bytes", outside_allocator_bytes},
+              {"device_bytes", cuda.peak_reserved + outside_allocator_bytes}};
 }
 
 }  // namespace
@@ -158,7 +160,23 @@ std::vector<int64_t> PartitionStateBytes(const Prediction& p,
   return bytes;
 }
 
-Json ToJson(const Prediction& p, const RunConfig& config) {
+namespace {
+
+// The model state the whole group holds: each rank's (under ZeRO-1 each
+// with its own partition of the optimizer state).
+int64_t GroupStateBytes(const Prediction& p, const RunConfig& config) {
+  const int64_t state = ModelStateBytes(p.bytes);
+  if (p.owned_parameters.empty()) return state * p.world_size;
+  const int64_t replicated = state - p.bytes[Index(Category::kOptimizerState)];
+  int64_t group = replicated * p.world_size;
+  for (int64_t bytes : PartitionStateBytes(p, config)) group += bytes;
+  return group;
+}
+
+}  // namespace
+
+Json ToJson(const Prediction& p, const RunConfig& config,
+            int64_t outside_allocator_bytes) {
   Json categories = Json::object();
   for (Category c : kAllCategories) {
     categories[CategoryName(c)] = Json{{"predicted_bytes", p.bytes[Index(c)]},
@@ -178,6 +196,7 @@ Json ToJson(const Prediction& p, const RunConfig& config) {
       {"schema", kPredictionSchema},
       {"config", ToJson(config)},
       {"world_size", p.world_size},
+      {"rank", p.rank},
       {"micro_batch", p.micro_batch},
       {"parameters", p.parameters},
       {"buffer_bytes", p.buffer_bytes},
@@ -186,9 +205,11 @@ Json ToJson(const Prediction& p, const RunConfig& config) {
       {"moments", Moments(p)},
       {"model_state",
        {{"bytes_per_rank", state},
+        {"without_buckets_bytes",
+         state - p.bytes[Index(Category::kDdpBuckets)]},
         {"bytes_per_parameter", p.model_state_bytes_per_parameter},
         {"replicated_on_ranks", p.world_size},
-        {"group_bytes", state * p.world_size}}},
+        {"group_bytes", GroupStateBytes(p, config)}}},
       {"zero",
        {{"world_size", p.world_size},
         {"plain_bytes", p.zero.plain_bytes},
@@ -202,21 +223,28 @@ Json ToJson(const Prediction& p, const RunConfig& config) {
                                     {"ideal_parameters", IdealShare(p)},
                                     {"optimizer_state_bytes_by_rank",
                                      PartitionStateBytes(p, config)}}},
-      {"cuda", CudaJson(PredictOnCuda(p, config))},
+      {"cuda", CudaJson(PredictOnCuda(p, config), outside_allocator_bytes)},
       {"symbols", p.table.symbols},
       {"table", table},
   };
 }
 
-std::string FormatPrediction(const Prediction& p, const RunConfig& config) {
+std::string FormatPrediction(const Prediction& p, const RunConfig& config,
+                             int64_t outside_allocator_bytes) {
   std::ostringstream out;
+  const bool zero1 = !p.owned_parameters.empty();
   out << "memprof predict: " << config.model;
   if (!config.source.empty()) out << " (" << config.source << ")";
   out << ", P = " << GroupedInteger(p.parameters) << " parameters, micro-batch "
       << p.micro_batch << " per rank, " << p.world_size << " rank"
       << (p.world_size == 1 ? "" : "s") << "\n"
-      << "per rank; every rank holds the same model state, only "
-         "activations and inputs follow the micro-batch\n\n";
+      << (zero1 ? "rank " + std::to_string(p.rank) +
+                      ", the busiest: under ZeRO-1 the ranks differ only in "
+                      "their partition of the optimizer state (and its "
+                      "update workspace)\n\n"
+                : std::string("per rank; every rank holds the same model "
+                              "state, only activations and inputs follow the "
+                              "micro-batch\n\n"));
   char line[256];
   std::snprintf(line, sizeof line, "%-16s %12s  %s\n", "category", "predicted",
                 "formula");
@@ -249,11 +277,20 @@ std::string FormatPrediction(const Prediction& p, const RunConfig& config) {
       << (p.parameters ? adam / p.parameters : 0) << " = "
       << BothUnits(replicated) << "; DDP buckets "
       << (p.parameters ? buckets / p.parameters : 0) << " = "
-      << BothUnits(buckets) << "): " << BothUnits(state)
-      << " per rank, at any world size: data parallelism does not shrink it";
-  if (p.world_size > 1) {
-    out << "; the " << p.world_size << " ranks hold " << p.world_size
-        << " copies, " << BothUnits(state * p.world_size) << " in all";
+      << BothUnits(buckets) << "): " << BothUnits(state);
+  if (zero1) {
+    out << " on rank " << p.rank
+        << ": ZeRO-1 gives each rank one partition of the optimizer state "
+           "and replicates the rest; the "
+        << p.world_size << " ranks hold "
+        << BothUnits(GroupStateBytes(p, config)) << " in all";
+  } else {
+    out << " per rank, at any world size: data parallelism does not shrink "
+           "it";
+    if (p.world_size > 1) {
+      out << "; the " << p.world_size << " ranks hold " << p.world_size
+          << " copies, " << BothUnits(GroupStateBytes(p, config)) << " in all";
+    }
   }
   out << "\n";
   const ZeroPricing& z = p.zero;
@@ -276,15 +313,23 @@ std::string FormatPrediction(const Prediction& p, const RunConfig& config) {
   }
   const CudaPrediction cuda = PredictOnCuda(p, config);
   out << "on a GPU (the CUDA caching allocator's rules applied to these "
-         "tensors, profiler/predict/cuda_prediction.h): at the steady-state "
-         "peak "
+         "tensors): at the steady-state peak "
       << HumanBytes(cuda.at_peak.allocated) << " allocated ("
       << HumanBytes(cuda.at_peak.requested) << " requested, rounded up), "
       << HumanBytes(cuda.at_peak.reserved) << " reserved ("
       << HumanBytes(cuda.at_peak.inactive_split)
       << " of it free in split segments); at most "
       << HumanBytes(cuda.peak_reserved)
-      << " reserved over the first two steps\n";
+      << " reserved over the first two steps; with "
+      << HumanBytes(outside_allocator_bytes)
+      << " outside the allocator (the CUDA context, the libraries' "
+         "workspaces, NCCL's buffers: "
+      << (outside_allocator_bytes == kDefaultOutsideAllocatorBytes
+              ? "the default allowance, "
+              : "")
+      << "--gpu-outside-allocator), the GPU needs "
+      << HumanBytes(cuda.peak_reserved + outside_allocator_bytes)
+      << " per rank\n";
   return out.str();
 }
 
@@ -305,12 +350,15 @@ std::string FormatSizeTable(const SizeTable& table) {
 }
 
 int RunPredictCommand(const PredictArgs& args) {
-  const Prediction prediction = Predict(args.config);
+  const Prediction prediction = PredictBusiestRank(args.config);
   if (args.json) {
-    std::cout << ToJson(prediction, args.config).dump(2) << "\n";
+    std::cout
+        << ToJson(prediction, args.config, args.outside_allocator_bytes).dump(2)
+        << "\n";
     return kExitOk;
   }
-  std::cout << FormatPrediction(prediction, args.config);
+  std::cout << FormatPrediction(prediction, args.config,
+                                args.outside_allocator_bytes);
   if (args.table) std::cout << "\n" << FormatSizeTable(prediction.table);
   return kExitOk;
 }

@@ -20,7 +20,6 @@
 #include "profiler/base/effective_config.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/json_reader.h"
-#include "profiler/base/human_bytes.h"
 #include "profiler/base/rank_env.h"
 #include "profiler/capture/capture_file.h"
 #include "profiler/cli/launcher.h"
@@ -268,8 +267,14 @@ int RunProfileCommand(const ProfileArgs& args) {
                topology ? topology->local_rank + 1
                         : static_cast<int>(config.ddp.world_size),
                ProbeCudaDevice());
+  if (!topology) {
+    CheckLocalWorldSize(config);  // Note [Local world size]
+    if (!args.skip_memory_check) {
+      // Note [Local memory]: before any model is built, at every world size.
+      CheckLocalMemory(config, args.memory_limit_bytes, AvailableMemoryBytes());
+    }
+  }
   if (!topology && config.ddp.world_size > 1) {
-    CheckLocalWorldSize(config);                   // Note [Local world size]
     CreateOutputDirectory("--out", args.out_dir);  // before any training
     ClaimOutputDirectory(args.out_dir);  // Note [A run owns its --out]
     const int code =

@@ -342,6 +342,8 @@ void CheckPoints(const SweepArgs& args, const std::vector<int64_t>& stages) {
       try {
         ValidateRunConfig(config);
         if (n > 1) CheckLocalWorldSize(config);  // Note [Local world size]
+        CheckLocalMemory(config, 0,
+                         AvailableMemoryBytes());  // Note [Local memory]
       } catch (const InputError& e) {
         throw InputError("sweep: the point " + PointName(n, stage) +
                          " cannot run, so no point was run: " + e.what());

@@ -8,12 +8,11 @@ namespace {
 
 class Sequence {
  public:
-  std::vector<uint64_t> AllocRows(const SizeTable& table, RowKind kind,
-                                  int copies = 1) {
+  std::vector<uint64_t> AllocRows(const SizeTable& table, RowKind kind) {
     std::vector<uint64_t> blocks;
     for (const SizeRow& row : table.rows) {
       if (row.kind != kind || row.Bytes() == 0) continue;
-      for (int i = 0; i < copies; ++i) blocks.push_back(Alloc(row.Bytes()));
+      blocks.push_back(Alloc(row.Bytes()));
     }
     return blocks;
   }
@@ -46,7 +45,17 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
   // With gradient_as_bucket_view the gradients are views of the buckets.
   const bool own_gradients = !config.ddp.gradient_as_bucket_view;
   const int64_t param_bytes = table.Bytes(RowKind::kParameter);
-  const int64_t largest = table.LargestParameterBytes();
+  // The parameter rows whose optimizer state this rank holds: all, or its
+  // ZeRO-1 partition (p.owners, by parameter row).
+  std::vector<int64_t> owned;
+  int64_t largest = 0;
+  for (const SizeRow& row : table.rows) {
+    if (row.kind != RowKind::kParameter) continue;
+    const size_t i = owned.size();
+    owned.push_back(p.owners.empty() || p.owners[i] == p.rank ? row.Bytes()
+                                                              : 0);
+    largest = std::max(largest, owned.back());
+  }
   Sequence s;
   s.AllocRows(table, RowKind::kParameter);
   s.AllocRows(table, RowKind::kBuffer);
@@ -127,11 +136,15 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
     const std::vector<uint64_t> loss{s.Alloc(4)};
     // Adam's two moments, or SGD's momentum buffer.
     const int copies = adam ? 2 : config.train.momentum > 0 ? 1 : 0;
-    if (step == 1 && copies > 0) {
-      state = s.AllocRows(table, RowKind::kParameter, copies);
+    if (step == 1) {
+      for (int64_t bytes : owned) {
+        for (int i = 0; i < copies && bytes > 0; ++i) {
+          state.push_back(s.Alloc(bytes));
+        }
+      }
     }
     std::vector<uint64_t> update;
-    if (adam) update = {s.Alloc(largest), s.Alloc(largest)};
+    if (adam && largest > 0) update = {s.Alloc(largest), s.Alloc(largest)};
     optimizer_step = s.model().now();
     s.Free(update);
     s.Free(loss);

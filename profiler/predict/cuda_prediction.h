@@ -16,8 +16,20 @@
 //            order); then as step 1 with the gradients and optimizer state
 //            kept: the early-backward and optimizer moments of the steady
 //            state
+// Under ZeRO-1 the optimizer state and the update's temporaries are the
+// predicted rank's partition (Note [ZeRO-1 partition]).
 // Only the tensors of the size table are allocated: a GPU's kernels also
 // take workspaces of their own (cuBLAS, cuDNN) that it does not know.
+//
+// Note [Outside-allocator allowance]
+// A GPU also holds memory the caching allocator never sees: the CUDA
+// context, the libraries' handles and workspaces, NCCL's buffers (Note
+// [Outside the allocator]). What a run needs of a GPU is the predicted
+// reserved bytes plus that memory, which no size table predicts: memprof
+// allows kDefaultOutsideAllocatorBytes for it, a round allowance, not a
+// measurement (memprof has not yet run on a GPU), which --gpu-outside-allocator
+// overrides with the figure a GPU run measured (its report's "memory
+// outside the allocator").
 #pragma once
 
 #include <cstdint>
@@ -27,6 +39,8 @@
 #include "profiler/predict/prediction.h"
 
 namespace memprof {
+
+inline constexpr int64_t kDefaultOutsideAllocatorBytes = int64_t{1} << 30;
 
 struct CudaPrediction {
   // The allocator's figures at the predicted steady-state peak moment.

@@ -7,6 +7,7 @@
 #include "models/config_validation.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
+#include "profiler/predict/cuda_prediction.h"
 
 namespace memprof {
 namespace {
@@ -39,21 +40,68 @@ std::string Plural(int64_t n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
+// The figure of `changed` at micro-batch `b`, or the largest int64_t when
+// the lever makes a config the model refuses.
+int64_t FigureWith(RunConfig changed, int64_t b, const FitDevice& device) {
+  changed.train.micro_batch = b;
+  changed.train.global_batch = 0;
+  try {
+    ValidateRunConfig(changed);
+  } catch (const ConfigError&) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  return FitFigure(changed, device);
+}
+
+// A lever memprof runs, as a change of the config: what combinations of
+// levers are made of.
+struct RunnableLever {
+  std::string what;
+  std::string flags;
+  bool one_rank = true;
+  void (*apply)(RunConfig&);
+};
+
 // Note [Fit levers]
 std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
                              int64_t beyond_state) {
   std::vector<FitLever> levers;
   const int64_t budget = a.budget_bytes;
   const int64_t b = a.micro_batch;
-  auto peak_with = [&](RunConfig changed) {
-    changed.train.micro_batch = b;
-    changed.train.global_batch = 0;
-    try {
-      ValidateRunConfig(changed);
-    } catch (const ConfigError&) {
-      return std::numeric_limits<int64_t>::max();
+  auto figure_with = [&](const RunConfig& changed) {
+    return FigureWith(changed, b, a.device);
+  };
+  std::vector<RunnableLever> runnable;
+  if (config.model != "mlp" &&
+      config.train.activation_checkpointing == "none") {
+    runnable.push_back(
+        {"activation checkpointing", "--train.activation_checkpointing blocks",
+         true,
+         [](RunConfig& c) { c.train.activation_checkpointing = "blocks"; }});
+  }
+  if (config.train.dtype == "float32") {
+    runnable.push_back(
+        {"bf16 autocast (bfloat16 activations, plus the weights' bfloat16 "
+         "copies)",
+         "--train.dtype bf16-autocast", true,
+         [](RunConfig& c) { c.train.dtype = "bf16-autocast"; }});
+  }
+  const bool zero1 = a.world_size > 1 && config.ddp.zero_stage == 0;
+  if (zero1) {
+    runnable.push_back({"ZeRO-1 at " + Plural(a.world_size, "rank"),
+                        "--ddp.zero_stage 1", false,
+                        [](RunConfig& c) { c.ddp.zero_stage = 1; }});
+  }
+  auto index_of = [&](const std::string& flags) {
+    for (size_t i = 0; i < runnable.size(); ++i) {
+      if (runnable[i].flags == flags) return static_cast<int>(i);
     }
-    return PredictBusiestRank(changed).Peak().Total();
+    return -1;
+  };
+  auto alone = [&](int i) {
+    RunConfig changed = config;
+    runnable[i].apply(changed);
+    return figure_with(changed);
   };
   if (!a.model_state_alone_overflows) {
     if (a.largest_micro_batch > 0) {
@@ -66,14 +114,13 @@ std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
                " --world-size " + std::to_string(ranks),
            a.largest_peak_bytes});
     }
-    if (config.model != "mlp" &&
-        config.train.activation_checkpointing == "none") {
-      RunConfig changed = config;
-      changed.train.activation_checkpointing = "blocks";
-      const int64_t peak = peak_with(changed);
+    const int checkpointing =
+        index_of("--train.activation_checkpointing blocks");
+    if (checkpointing >= 0) {
+      const int64_t peak = alone(checkpointing);
       if (peak <= budget) {
-        levers.push_back({"activation checkpointing",
-                          "--train.activation_checkpointing blocks", peak,
+        levers.push_back({runnable[checkpointing].what,
+                          runnable[checkpointing].flags, peak,
                           /*one_rank=*/true});
       }
     }
@@ -87,46 +134,83 @@ std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
       };
       int64_t smallest = 1;  // the smallest size the model accepts
       while (smallest < now &&
-             peak_with(at(smallest)) == std::numeric_limits<int64_t>::max()) {
+             figure_with(at(smallest)) == std::numeric_limits<int64_t>::max()) {
         ++smallest;
       }
-      if (smallest < now && peak_with(at(smallest)) <= budget) {
+      if (smallest < now && figure_with(at(smallest)) <= budget) {
         const int64_t size = LargestThat(smallest, now - 1, [&](int64_t n) {
-          return peak_with(at(n)) <= budget;
+          return figure_with(at(n)) <= budget;
         });
         levers.push_back({gpt ? "the longest sequence that fits"
                               : "the largest resolution that fits",
                           (gpt ? "--gpt.seq_len " : "--resnet.resolution ") +
                               std::to_string(size),
-                          peak_with(at(size)), /*one_rank=*/true});
+                          figure_with(at(size)), /*one_rank=*/true});
       }
     }
-    if (config.train.dtype == "float32") {
-      RunConfig changed = config;
-      changed.train.dtype = "bf16-autocast";
-      const int64_t peak = peak_with(changed);
+    const int autocast = index_of("--train.dtype bf16-autocast");
+    if (autocast >= 0) {
+      const int64_t peak = alone(autocast);
       if (peak <= budget) {
-        levers.push_back(
-            {"bf16 autocast (bfloat16 activations, plus the "
-             "weights' bfloat16 copies)",
-             "--train.dtype bf16-autocast", peak,
-             /*one_rank=*/true});
+        levers.push_back({runnable[autocast].what, runnable[autocast].flags,
+                          peak, /*one_rank=*/true});
       }
     }
   }
   const int64_t stages[] = {0, a.zero.stage1_bytes, a.zero.stage2_bytes,
                             a.zero.stage3_bytes};
-  for (int k = 1; k <= 3; ++k) {
-    if (a.world_size > 1 && stages[k] + beyond_state <= budget) {
+  for (int k = 1; k <= 3 && a.world_size > 1; ++k) {
+    // Stage 1 memprof runs: predicted on its partition.
+    if (k == 1 && !zero1) continue;
+    const int64_t peak = k == 1 ? alone(index_of("--ddp.zero_stage 1"))
+                                : stages[k] + beyond_state;
+    if (peak <= budget) {
       levers.push_back({"sharding the model state, ZeRO-" + std::to_string(k) +
                             " at " + Plural(a.world_size, "rank") +
                             (k == 1 ? "" : " (priced; memprof runs stage 1)"),
-                        k == 1 ? "--ddp.zero_stage 1" : "",
-                        stages[k] + beyond_state});
+                        k == 1 ? "--ddp.zero_stage 1" : "", peak});
       break;
     }
   }
+  // Combinations, when no lever memprof runs fits alone.
+  for (const FitLever& lever : levers) {
+    if (!lever.flags.empty()) return levers;
+  }
+  for (size_t size = 2; size <= runnable.size(); ++size) {
+    // Each combination of `size` levers, in their order.
+    for (uint32_t mask = 0; mask < (1u << runnable.size()); ++mask) {
+      if (static_cast<size_t>(__builtin_popcount(mask)) != size) continue;
+      RunConfig changed = config;
+      std::string what, flags;
+      bool one_rank = true;
+      for (size_t i = 0; i < runnable.size(); ++i) {
+        if (!(mask & (1u << i))) continue;
+        runnable[i].apply(changed);
+        what += (what.empty() ? "" : " with ") + runnable[i].what;
+        flags += (flags.empty() ? "" : " ") + runnable[i].flags;
+        one_rank = one_rank && runnable[i].one_rank;
+      }
+      const int64_t peak = figure_with(changed);
+      if (peak <= budget) levers.push_back({what, flags, peak, one_rank});
+    }
+    if (!levers.empty() && !levers.back().flags.empty()) break;
+  }
   return levers;
+}
+
+// The model state as the verdict compares it: on a GPU with the memory
+// outside the allocator.
+int64_t StateFigure(const FitAnswer& a) {
+  return a.model_state_bytes +
+         (a.device.gpu ? a.device.outside_allocator_bytes : 0);
+}
+
+// " (3.32 GiB with the 1.00 GiB outside the allocator)" on a GPU; "" else.
+std::string WithOutside(const FitAnswer& a, int64_t bytes) {
+  if (!a.device.gpu) return "";
+  return " (" + HumanBytes(bytes) + " with the " +
+         HumanBytes(a.device.outside_allocator_bytes) +
+         " outside the allocator)";
 }
 
 }  // namespace
@@ -143,34 +227,59 @@ const char* FitVerdictName(FitVerdict verdict) {
   return "?";
 }
 
+FitDevice FitDeviceOf(const RunConfig& config,
+                      int64_t outside_allocator_bytes) {
+  return FitDevice{config.train.device == "cuda", outside_allocator_bytes};
+}
+
 int64_t PredictedPeakAt(const RunConfig& config, int64_t micro_batch) {
   return PredictBusiestRank(AtMicroBatch(config, micro_batch)).Peak().Total();
 }
 
-FitAnswer Fit(const RunConfig& config, int64_t budget_bytes) {
+int64_t FitFigure(const RunConfig& config, const FitDevice& device) {
+  const Prediction p = PredictBusiestRank(config);
+  if (!device.gpu) return p.Peak().Total();
+  return PredictOnCuda(p, config).peak_reserved +
+         device.outside_allocator_bytes;
+}
+
+FitAnswer Fit(const RunConfig& config, int64_t budget_bytes,
+              const FitDevice& device) {
   FitAnswer a;
+  a.device = device;
   a.budget_bytes = budget_bytes;
   a.world_size = config.ddp.world_size;
   a.micro_batch = MicroBatch(config);
   // Under ZeRO-1 the ranks differ: the busiest decides.
   const Prediction requested = PredictBusiestRank(config);
-  a.peak_bytes = requested.Peak().Total();
+  a.requested_peak_bytes = requested.Peak().Total();
+  a.reserved_bytes = PredictOnCuda(requested, config).peak_reserved;
+  a.gpu_bytes = a.reserved_bytes + device.outside_allocator_bytes;
+  a.peak_bytes = device.gpu ? a.gpu_bytes : a.requested_peak_bytes;
   a.model_state_bytes = ModelStateBytes(requested.bytes);
   a.zero = requested.zero;
-  const Prediction one = PredictBusiestRank(AtMicroBatch(config, 1));
-  a.peak1_bytes = one.Peak().Total();
+  const RunConfig at1 = AtMicroBatch(config, 1);
+  const Prediction one = PredictBusiestRank(at1);
+  a.peak1_bytes = FitFigure(at1, device);
   auto fits = [&](int64_t b) {
-    return PredictedPeakAt(config, b) <= budget_bytes;
+    return FitFigure(AtMicroBatch(config, b), device) <= budget_bytes;
   };
   if (a.peak1_bytes <= budget_bytes) {
     a.largest_micro_batch = LargestThat(1, kLargestMicroBatch, fits);
-    a.largest_peak_bytes = PredictedPeakAt(config, a.largest_micro_batch);
+    a.largest_peak_bytes =
+        FitFigure(AtMicroBatch(config, a.largest_micro_batch), device);
   }
+  a.model_state_alone_overflows = StateFigure(a) > budget_bytes;
+  // Note [Fit verdicts]: micro-batch 1 over at its optimizer step is the
+  // model state's overflow, with no activation live.
+  const bool state_at_one =
+      a.peak1_bytes > budget_bytes && &one.Peak() == &one.optimizer_step;
   a.verdict = a.peak_bytes <= budget_bytes ? FitVerdict::kFits
-              : a.largest_micro_batch > 0  ? FitVerdict::kActivationOverflow
-                                           : FitVerdict::kModelStateOverflow;
+              : a.model_state_alone_overflows || state_at_one
+                  ? FitVerdict::kModelStateOverflow
+                  : FitVerdict::kActivationOverflow;
 
-  // ZeRO: its model state plus what micro-batch 1 adds at its peak.
+  // ZeRO: its model state plus what micro-batch 1 adds at its figure.
   const int64_t beyond_state =
       a.peak1_bytes - ModelStateBytes(one.Peak().bytes);
   const int64_t stages[] = {0, a.zero.stage1_bytes, a.zero.stage2_bytes,
@@ -179,10 +288,8 @@ FitAnswer Fit(const RunConfig& config, int64_t budget_bytes) {
     a.zero_peak_bytes[k] = stages[k] + beyond_state;
     if (a.zero_peak_bytes[k] <= budget_bytes) a.zero_stage = k;
   }
-  a.model_state_alone_overflows = a.model_state_bytes > budget_bytes;
   if (a.verdict != FitVerdict::kFits) {
-    a.levers = Levers(config, a,
-                      a.peak_bytes - ModelStateBytes(requested.Peak().bytes));
+    a.levers = Levers(config, a, a.peak_bytes - a.model_state_bytes);
   }
   auto zero3_fits = [&](int64_t n) {
     RunConfig at = AtMicroBatch(config, 1);
@@ -212,39 +319,65 @@ std::string FitVerdictSentence(const FitAnswer& a) {
   std::ostringstream out;
   out << FitVerdictName(a.verdict) << ": ";
   const std::string budget = HumanBytes(a.budget_bytes);
+  // What the figures are: a GPU's need, or the predicted peak.
+  const std::string peaks = a.device.gpu ? " needs " : " peaks at ";
+  const std::string per_rank =
+      a.device.gpu ? " per rank on the GPU" : " per rank";
   switch (a.verdict) {
     case FitVerdict::kFits:
-      out << "micro-batch " << a.micro_batch << " peaks at "
-          << HumanBytes(a.peak_bytes) << " per rank, within " << budget
+      out << "micro-batch " << a.micro_batch << peaks
+          << HumanBytes(a.peak_bytes) << per_rank << ", within " << budget
           << "; the largest micro-batch per rank that fits is "
           << a.largest_micro_batch << " (" << HumanBytes(a.largest_peak_bytes)
           << ")";
       break;
     case FitVerdict::kActivationOverflow:
       out << "the model state, " << HumanBytes(a.model_state_bytes)
-          << " per rank, fits " << budget << ", but micro-batch "
-          << a.micro_batch << " peaks at " << HumanBytes(a.peak_bytes)
-          << "; the largest micro-batch per rank that fits is "
-          << a.largest_micro_batch << " (" << HumanBytes(a.largest_peak_bytes)
-          << "): data parallelism at that micro-batch keeps the global batch "
-             "with "
-          << (a.micro_batch * a.world_size + a.largest_micro_batch - 1) /
-                 a.largest_micro_batch
-          << " ranks";
+          << " per rank" << WithOutside(a, StateFigure(a)) << ", fits "
+          << budget << ", but ";
+      if (a.largest_micro_batch > 0 || a.micro_batch > 1) {
+        out << "micro-batch " << a.micro_batch << peaks
+            << HumanBytes(a.peak_bytes) << per_rank
+            << (a.largest_micro_batch > 0 ? "" : ", and ");
+      }
+      if (a.largest_micro_batch > 0) {
+        out << "; the largest micro-batch per rank that fits is "
+            << a.largest_micro_batch << " (" << HumanBytes(a.largest_peak_bytes)
+            << "): data parallelism at that micro-batch keeps the global "
+               "batch with "
+            << (a.micro_batch * a.world_size + a.largest_micro_batch - 1) /
+                   a.largest_micro_batch
+            << " ranks";
+      } else {
+        out << "even micro-batch 1" << peaks << HumanBytes(a.peak1_bytes)
+            << per_rank
+            << ": what it adds to the model state (activations, inputs, "
+               "workspace"
+            << (a.device.gpu ? ", the allocator's rounding and cache" : "")
+            << ": " << HumanBytes(a.peak1_bytes - StateFigure(a))
+            << ") is over the rest, and no smaller micro-batch per rank "
+               "exists, so more data-parallel ranks cannot help; only what "
+               "shrinks the activations or shards the model state can";
+      }
       break;
     case FitVerdict::kModelStateOverflow:
-      out << "even micro-batch 1 peaks at " << HumanBytes(a.peak1_bytes)
-          << " per rank, over " << budget
-          << ": weights + gradients + "
-             "optimizer state + DDP buckets are "
-          << HumanBytes(a.model_state_bytes) << " on every rank"
-          << (a.model_state_bytes > a.budget_bytes
-                  ? ", alone over the budget"
-                  : ", and with what micro-batch 1 adds (activations, "
-                    "inputs, the optimizer's workspace: " +
-                        HumanBytes(a.peak1_bytes - a.model_state_bytes) +
-                        ") over it")
-          << ", whatever the number of data-parallel ranks; ";
+      if (StateFigure(a) > a.budget_bytes) {
+        out << "weights + gradients + optimizer state + DDP buckets are "
+            << HumanBytes(a.model_state_bytes) << " per rank"
+            << WithOutside(a, StateFigure(a)) << ", alone over the budget ("
+            << budget
+            << ") on every data-parallel rank, so neither more ranks nor an "
+               "activation lever can help; ";
+      } else {
+        out << "even micro-batch 1" << peaks << HumanBytes(a.peak1_bytes)
+            << per_rank << ", over " << budget
+            << ", at the optimizer step, with no activation live: the model "
+               "state, "
+            << HumanBytes(a.model_state_bytes) << " per rank"
+            << WithOutside(a, StateFigure(a))
+            << ", and the optimizer's update workspace are over it on every "
+               "data-parallel rank, whatever their number; ";
+      }
       if (a.zero_stage > 0) {
         out << "ZeRO-" << a.zero_stage << " at " << Plural(a.world_size, "rank")
             << " would fit (" << HumanBytes(a.zero_peak_bytes[a.zero_stage])
@@ -268,8 +401,21 @@ std::string FormatFit(const FitAnswer& a, const RunConfig& config) {
       << (config.source.empty() ? "flags" : config.source) << "), budget "
       << HumanBytes(a.budget_bytes) << " (" << a.budget_bytes
       << " B) per rank, " << Plural(a.world_size, "rank") << ", micro-batch "
-      << a.micro_batch << " per rank\n"
-      << "model state per rank (weights + gradients + optimizer state + DDP "
+      << a.micro_batch << " per rank\n";
+  const std::string gpu_need =
+      HumanBytes(a.gpu_bytes) + " (" + HumanBytes(a.reserved_bytes) +
+      " reserved by the caching allocator + " +
+      HumanBytes(a.device.outside_allocator_bytes) + " outside it)";
+  if (a.device.gpu) {
+    out << "on the GPU the budget must hold what the caching allocator "
+           "reserves and the memory outside it (the CUDA context, the "
+           "libraries' workspaces, NCCL's buffers; --gpu-outside-allocator "
+           "sets the allowance): every figure below is that sum; at "
+           "micro-batch "
+        << a.micro_batch << ": " << gpu_need << ", for "
+        << HumanBytes(a.requested_peak_bytes) << " requested at the peak\n";
+  }
+  out << "model state per rank (weights + gradients + optimizer state + DDP "
          "buckets; "
       << BytesPerParameterNote(config)
       << "): " << HumanBytes(a.model_state_bytes)
@@ -277,9 +423,13 @@ std::string FormatFit(const FitAnswer& a, const RunConfig& config) {
               ? " on the busiest rank, its optimizer state its ZeRO-1 "
                 "partition (whole tensors: see predict --ddp.zero_stage 1)\n"
               : ", the same at any number of data-parallel ranks\n")
-      << "predicted peak per rank: " << HumanBytes(a.peak_bytes)
-      << " at micro-batch " << a.micro_batch << ", "
-      << HumanBytes(a.peak1_bytes) << " at micro-batch 1\n"
+      << (a.device.gpu ? "predicted need per rank on the GPU: "
+                       : "predicted peak per rank: ")
+      << HumanBytes(a.peak_bytes) << " at micro-batch " << a.micro_batch
+      << (a.micro_batch == 1
+              ? ""
+              : ", " + HumanBytes(a.peak1_bytes) + " at micro-batch 1")
+      << "\n"
       << "largest micro-batch per rank that fits: ";
   if (a.largest_micro_batch > 0) {
     out << a.largest_micro_batch << " (" << HumanBytes(a.largest_peak_bytes)
@@ -288,8 +438,8 @@ std::string FormatFit(const FitAnswer& a, const RunConfig& config) {
     out << "none\n";
   }
   out << "ZeRO at " << Plural(a.world_size, "rank")
-      << ", priced with ideal P/N shards, peak per rank at micro-batch 1: "
-         "ZeRO-1 "
+      << ", priced with ideal P/N shards, " << (a.device.gpu ? "need" : "peak")
+      << " per rank at micro-batch 1: ZeRO-1 "
       << HumanBytes(a.zero_peak_bytes[1]) << ", ZeRO-2 "
       << HumanBytes(a.zero_peak_bytes[2]) << ", ZeRO-3 "
       << HumanBytes(a.zero_peak_bytes[3]) << " (model state: plain "
@@ -299,17 +449,20 @@ std::string FormatFit(const FitAnswer& a, const RunConfig& config) {
       << HumanBytes(a.zero.stage3_bytes) << "; plain replication holds "
       << HumanBytes(a.zero.duplicated_bytes) << " in duplicate)\n"
       << "verdict: " << FitVerdictSentence(a) << "\n";
+  if (!a.device.gpu && a.gpu_bytes > a.budget_bytes) {
+    out << "on a GPU the same run would need " << gpu_need << ", over "
+        << HumanBytes(a.budget_bytes)
+        << ": this verdict is for the CPU's requested bytes; for a GPU "
+           "budget add --train.device cuda\n";
+  }
   if (a.verdict != FitVerdict::kFits) {
-    if (a.model_state_alone_overflows) {
-      out << "the model state alone, " << HumanBytes(a.model_state_bytes)
-          << " per rank, is over the budget: no data-parallel or activation "
-             "lever can help, only sharding it\n";
-    }
-    out << "levers that fit, in order (each alone; Note [Fit levers]):"
+    out << "levers that fit, in order (each alone, then combined when none "
+           "memprof runs fits alone):"
         << (a.levers.empty() ? " none\n" : "\n");
     for (const FitLever& lever : a.levers) {
-      out << "  " << lever.what << ": peaks at " << HumanBytes(lever.peak_bytes)
-          << " per rank"
+      out << "  " << lever.what << ": "
+          << (a.device.gpu ? "needs " : "peaks at ")
+          << HumanBytes(lever.peak_bytes) << " per rank"
           << (lever.flags.empty() ? "" : " (" + lever.flags + ")") << "\n";
     }
   }

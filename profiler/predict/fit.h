@@ -3,21 +3,41 @@
 // answer `memprof fit` prints, and the verdict of an out-of-memory report.
 //
 // Note [Fit verdicts]
-// - fits: the requested micro-batch's predicted peak is within the budget;
-//   also the largest micro-batch per rank that is.
-// - activation-overflow: micro-batch 1 fits but the requested one does not.
-//   The model state fits; what grows with the micro-batch does not, so data
-//   parallelism at a smaller per-rank micro-batch (same global batch on
-//   more ranks) is a legitimate lever.
-// - model-state-overflow: even micro-batch 1 does not fit: weights,
-//   gradients, optimizer state and DDP buckets (with the optimizer's update
-//   workspace) take the budget. Every data-parallel replica holds all of
-//   them, so no number of ranks helps; ZeRO, which shards them, might: the
-//   answer names the smallest stage that fits at N ranks, or the ranks
-//   ZeRO-3 would need.
+// Every figure compared with the budget is the run's figure (Note [Fit on a
+// GPU]): the predicted peak's requested bytes, or on a GPU the predicted
+// reserved bytes plus the memory outside the allocator.
+// - fits: the requested micro-batch's figure is within the budget; also
+//   the largest micro-batch per rank that is.
+// - activation-overflow: the model state fits, and what grows with the
+//   micro-batch does not: the requested micro-batch does not fit, and at
+//   the peak it overflows at activations are live. When micro-batch 1 fits,
+//   data parallelism at a smaller per-rank micro-batch (same global batch
+//   on more ranks) is a legitimate lever; when not even micro-batch 1 fits
+//   (largest_micro_batch 0), only the levers that shrink the activations,
+//   or shard the model state to make room for them, can.
+// - model-state-overflow: the model state alone (weights, gradients,
+//   optimizer state and DDP buckets) is over the budget, or micro-batch 1
+//   does not fit and its peak is the optimizer step (the model state with
+//   the optimizer's update workspace, no activation live). Every
+//   data-parallel replica holds all of it, so no number of ranks helps;
+//   ZeRO, which shards it, might: the answer names the smallest stage that
+//   fits at N ranks, or the ranks ZeRO-3 would need.
 // ZeRO figures are the model state of ZeroPricing (no full-size DDP
 // buckets) plus what micro-batch 1 adds on top of the model state at its
-// predicted peak (activations, inputs, workspace).
+// predicted figure (activations, inputs, workspace; on a GPU also the
+// allocator's rounding and cached segments and the memory outside it).
+//
+// Note [Fit on a GPU]
+// With train.device cuda the budget is a GPU's memory, and what must fit in
+// it is what the CUDA caching allocator reserves (PredictOnCuda's most
+// reserved over the first two steps: requests rounded, segments kept
+// cached) plus the device memory outside the allocator (the CUDA context,
+// the libraries' handles and workspaces, NCCL's buffers: an allowance,
+// kDefaultOutsideAllocatorBytes unless given). Every figure of the answer
+// is then that sum, the verdict's, the largest micro-batch's, the levers'
+// and ZeRO's alike. A CPU run is decided on its requested bytes, and the
+// answer also carries what the same run would need on a GPU, so that a
+// budget meant as a GPU's is not answered "fits" on the CPU's figure alone.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +60,11 @@ enum class FitVerdict { kFits, kActivationOverflow, kModelStateOverflow };
 // mostly bfloat16 activations, at the price of the weights' bfloat16
 // copies; model state unchanged), and sharding the model state
 // (ZeRO, stages 1-3 at the run's ranks, each at the requested
-// micro-batch). Only the levers that fit are listed. When the model state
+// micro-batch; stage 1, which memprof runs, predicted on its partition,
+// stages 2-3 priced). Only the levers that fit are listed. When no lever
+// that memprof runs (checkpointing, a shorter sequence or lower resolution,
+// bf16 autocast, ZeRO-1) fits alone, their combinations are tried, pairs
+// before all three, and those that fit listed. When the model state
 // alone is over the budget no data-parallel or activation lever can help;
 // only sharding is tried then.
 struct FitLever {
@@ -53,16 +77,38 @@ struct FitLever {
 };
 const char* FitVerdictName(FitVerdict verdict);  // "activation-overflow"
 
+// What a run's figure is (Note [Fit on a GPU]).
+struct FitDevice {
+  // The predicted reserved bytes plus outside_allocator_bytes; false: the
+  // predicted peak's requested bytes (outside_allocator_bytes then prices
+  // FitAnswer::gpu_bytes only).
+  bool gpu = false;
+  int64_t outside_allocator_bytes = 0;
+};
+// gpu for a train.device cuda config, with `outside_allocator_bytes`.
+FitDevice FitDeviceOf(const RunConfig& config, int64_t outside_allocator_bytes);
+
 struct FitAnswer {
   FitVerdict verdict = FitVerdict::kFits;
+  FitDevice device;
   int64_t budget_bytes = 0;
   int64_t world_size = 1;
-  int64_t micro_batch = 0;          // requested, per rank
-  int64_t peak_bytes = 0;           // predicted, at the requested micro-batch
-  int64_t model_state_bytes = 0;    // weights + gradients + optimizer + buckets
-  int64_t peak1_bytes = 0;          // predicted, at micro-batch 1
+  int64_t micro_batch = 0;  // requested, per rank
+  // Figures as FitDevice makes them, per rank (the busiest under ZeRO-1).
+  int64_t peak_bytes = 0;  // at the requested micro-batch
+  // weights + gradients + optimizer + buckets (requested bytes, on a GPU
+  // each rounded), plus the outside allowance on a GPU.
+  int64_t model_state_bytes = 0;
+  int64_t peak1_bytes = 0;          // at micro-batch 1
   int64_t largest_micro_batch = 0;  // 0: not even 1 fits
   int64_t largest_peak_bytes = 0;
+  // At the requested micro-batch whatever the device: the predicted peak's
+  // requested bytes and the allocator's predicted most reserved.
+  int64_t requested_peak_bytes = 0;
+  int64_t reserved_bytes = 0;
+  // reserved_bytes plus the outside allowance: what the run needs on a GPU
+  // (on a GPU, peak_bytes).
+  int64_t gpu_bytes = 0;
   ZeroPricing zero;                 // at world_size
   int64_t zero_peak_bytes[4] = {};  // [1..3]: stage k at micro-batch 1
   int zero_stage = 0;               // smallest stage that fits; 0: none
@@ -75,8 +121,16 @@ struct FitAnswer {
 // The prediction's peak for one rank of `config` at `micro_batch` per rank.
 int64_t PredictedPeakAt(const RunConfig& config, int64_t micro_batch);
 
-// `config` validated; its micro-batch per rank is MicroBatch(config).
-FitAnswer Fit(const RunConfig& config, int64_t budget_bytes);
+// The figure of the busiest rank of `config` (validated) as `device` makes
+// it: the predicted peak, or the predicted most reserved plus the outside
+// allowance.
+int64_t FitFigure(const RunConfig& config, const FitDevice& device);
+
+// `config` validated; its micro-batch per rank is MicroBatch(config). The
+// default device decides on requested bytes (an out-of-memory report's
+// --memory-limit); `memprof fit` passes FitDeviceOf(config, ...).
+FitAnswer Fit(const RunConfig& config, int64_t budget_bytes,
+              const FitDevice& device = {});
 
 // The verdict with its deciding figures, one sentence ("activation-overflow:
 // the model state, 216 KiB per rank, fits the 250 KiB budget; ...").

@@ -411,10 +411,8 @@ FitAnswer RankReportReader::Fit(const Json& fit, int64_t limit_bytes) const {
   out.peak_bytes = r_.Bytes(fit, where, "peak_bytes");
   out.model_state_bytes = r_.Bytes(fit, where, "model_state_bytes");
   out.peak1_bytes = r_.Bytes(fit, where, "peak1_bytes");
-  // activation-overflow divides by it: at least 1 there.
-  out.largest_micro_batch = r_.Integer(
-      fit, where, "largest_micro_batch",
-      out.verdict == FitVerdict::kActivationOverflow ? 1 : 0, INT32_MAX);
+  out.largest_micro_batch =
+      r_.Integer(fit, where, "largest_micro_batch", 0, INT32_MAX);
   out.largest_peak_bytes = r_.Bytes(fit, where, "largest_peak_bytes");
   out.zero_stage = Int(fit, where, "zero_stage", 0, 3);
   const Json& zero = r_.Array(fit, where, "zero_peak_bytes");

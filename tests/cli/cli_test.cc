@@ -12,7 +12,9 @@
 
 #include "profiler/base/errors.h"
 #include "profiler/capture/cuda_device.h"
+#include "profiler/cli/local_world_size.h"
 #include "profiler/cli/profile_command.h"
+#include "profiler/predict/prediction.h"
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
 
@@ -327,7 +329,7 @@ TEST_F(CliTest, PredictPrintsTheTableWithoutTrainingAndJsonOnRequest) {
   r = RunMemprof("predict --config " + config + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto json = nlohmann::json::parse(r.output);
-  EXPECT_EQ(json["schema"], "memprof.prediction/1.2");
+  EXPECT_EQ(json["schema"], "memprof.prediction/1.3");
   EXPECT_EQ(json["categories"]["optimizer_state"]["predicted_bytes"],
             8 * 1315723264LL);
   r = RunMemprof("predict --config " + config + " --table");
@@ -335,6 +337,53 @@ TEST_F(CliTest, PredictPrintsTheTableWithoutTrainingAndJsonOnRequest) {
   r = RunMemprof("predict --config " + config + " --out x");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("unknown flag"), std::string::npos) << r.output;
+}
+
+// Note [Local memory]: one rank whose predicted peak is hundreds of GiB is
+// refused before any model is built, as N ranks are, naming the figures
+// and the way past it.
+TEST_F(CliTest, OneRankTheMachineCannotHoldIsRefusedBeforeAnyModel) {
+  const Result r = RunMemprof("profile --config " MEMPROF_SOURCE_DIR
+                              "/configs/gpt-1.3b.ini --micro-batch 64 --out " +
+                              Out());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("gpt at micro-batch 64: one rank of "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("this machine has available"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("--skip-memory-check"), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(NothingWritten());
+  // The flag is accepted (a run that fits anyway).
+  const Result skipped = RunMemprof(std::string("profile --config ") + kTiny +
+                                    " --skip-memory-check --out " + Out());
+  EXPECT_EQ(skipped.exit_code, 0) << skipped.output;
+}
+
+TEST(LocalMemory, ThePredictedPeakOrTheMemoryLimitMustFitWhatIsAvailable) {
+  const RunConfig big =
+      ParseProfileArgs({"--config", MEMPROF_SOURCE_DIR "/configs/gpt-1.3b.ini",
+                        "--micro-batch", "64"})
+          .config;
+  const int64_t gib = int64_t{1} << 30;
+  EXPECT_THROW(CheckLocalMemory(big, 0, 64 * gib), InputError);
+  // --memory-limit bounds what the hook lets the run take.
+  EXPECT_NO_THROW(CheckLocalMemory(big, gib, 2 * gib));
+  EXPECT_THROW(CheckLocalMemory(big, 4 * gib, 2 * gib), InputError);
+  // Unknown availability is not checked; a GPU run's tensors are the GPU's.
+  EXPECT_NO_THROW(CheckLocalMemory(big, 0, 0));
+  RunConfig on_gpu = big;
+  on_gpu.train.device = "cuda";
+  EXPECT_NO_THROW(CheckLocalMemory(on_gpu, 0, gib));
+  // N ranks need N times one.
+  RunConfig tiny = ParseProfileArgs({"--config", kTiny}).config;
+  const int64_t one =
+      kRankProcessBytes + PredictBusiestRank(tiny).Peak().Total();
+  EXPECT_NO_THROW(CheckLocalMemory(tiny, 0, one));
+  EXPECT_THROW(CheckLocalMemory(tiny, 0, one - 1), InputError);
+  tiny.ddp.world_size = 2;
+  EXPECT_THROW(CheckLocalMemory(tiny, 0, 2 * one - 1), InputError);
 }
 
 TEST_F(CliTest, OutThatCannotBeCreatedIsBadInput) {
@@ -480,9 +529,10 @@ TEST_F(CliTest, AStepCutShortByOutOfMemoryIsNotTheSteadyState) {
 // TiB weight, within --memory-limit's reach never) ends as the limit's
 // refusals do: the report with the breakdown, exit 3, no raw stack.
 TEST_F(CliTest, AnAllocationTheSystemCannotServeIsAnOutOfMemory) {
+  // Past the local-memory check, which would refuse it before the model.
   const Result r = RunMemprof(std::string("profile --config ") + kTiny +
                               " --mlp.hidden 3000000 --memory-limit 1TiB "
-                              "--out " +
+                              "--skip-memory-check --out " +
                               Out());
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("run failed: out of memory in model_init: tried to "

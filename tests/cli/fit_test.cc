@@ -4,11 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <regex>
+#include <set>
 #include <string>
 
 #include "profiler/base/errors.h"
+#include "profiler/base/human_bytes.h"
 #include "profiler/cli/config_cli.h"
+#include "profiler/cli/predict_command.h"
 #include "profiler/report/rank_report.h"
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
@@ -20,6 +25,7 @@ namespace fs = std::filesystem;
 
 const std::string kTiny = MEMPROF_SOURCE_DIR "/configs/mlp-tiny.ini";
 const std::string kGpt13 = MEMPROF_SOURCE_DIR "/configs/gpt-1.3b.ini";
+const std::string kGpt2 = MEMPROF_SOURCE_DIR "/configs/gpt2-small.ini";
 
 // mlp-tiny: model state with DDP buckets is 20P = 221,640 B (measured to
 // the byte); the peak grows by the batch's 136 B a sample, to 255,512 B at
@@ -167,6 +173,248 @@ TEST(Fit, ModelStateVerdictDoesNotDependOnTheNumberOfRanks) {
   EXPECT_LE(over8.zero_peak_bytes[over8.zero_stage], small);
   EXPECT_GT(over1.zero3_ranks, 1);
   EXPECT_NE(FitVerdictSentence(over8).find("ZeRO-"), std::string::npos);
+}
+
+// Every byte figure `text` prints ("16.7 GiB", "21.1 GB", "512 B"), in order.
+std::vector<std::string> ByteFigures(const std::string& text) {
+  static const std::regex kFigure(R"(\b\d+(\.\d+)? (B|KiB|MiB|GiB|TiB|GB)\b)");
+  std::vector<std::string> figures;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kFigure);
+       it != std::sregex_iterator(); ++it) {
+    figures.push_back(it->str());
+  }
+  return figures;
+}
+
+// `bytes` as the text may print it: HumanBytes, decimal GB, or whole.
+void AddFigure(int64_t bytes, std::set<std::string>& out) {
+  out.insert(HumanBytes(bytes));
+  out.insert(std::to_string(bytes) + " B");
+  char gb[32];
+  std::snprintf(gb, sizeof gb, "%.1f GB", static_cast<double>(bytes) / 1e9);
+  out.insert(gb);
+}
+
+// Every integer in `json`, as the text may print it.
+void JsonFigures(const nlohmann::ordered_json& json,
+                 std::set<std::string>& out) {
+  if (json.is_number_integer()) {
+    AddFigure(json.get<int64_t>(), out);
+  } else if (json.is_structured()) {
+    for (const auto& item : json) JsonFigures(item, out);
+  }
+}
+
+RunConfig ConfigOf(const std::string& config, std::vector<std::string> extra) {
+  std::vector<std::string> words = {"--config", config, "--budget", "1"};
+  words.insert(words.end(), extra.begin(), extra.end());
+  return ParseFitArgs(words).config;
+}
+
+// The line of `text` that starts with `prefix`.
+std::string LineOf(const std::string& text, const std::string& prefix) {
+  const size_t at = text.find("\n" + prefix);
+  if (at == std::string::npos) return "";
+  return text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+}
+
+// Note [Fit on a GPU]: the verdict on a GPU budget is predict's most
+// reserved plus the outside allowance, that figure is the one the verdict
+// prints, and the issue's case (gpt2-small at micro-batch 8 on 2 ranks,
+// 16 GiB: 33 MB to spare on requested bytes) does not fit.
+TEST(FitOnAGpu, DecidesOnPredictsReservedPlusTheOutsideAllowance) {
+  struct Case {
+    std::string config;
+    std::vector<std::string> flags;
+    int64_t budget;
+  };
+  const Case cases[] = {
+      {kGpt2, {"--world-size", "2", "--micro-batch", "8"}, int64_t{16} << 30},
+      {kGpt2, {"--world-size", "2", "--micro-batch", "2"}, int64_t{16} << 30},
+      {kGpt13, {"--world-size", "8"}, int64_t{40} * 1000 * 1000 * 1000},
+      {kGpt13, {"--world-size", "8"}, int64_t{80} << 30},
+      {kGpt13,
+       {"--world-size", "8", "--ddp.zero_stage", "1"},
+       int64_t{80} << 30},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> flags = c.flags;
+    flags.insert(flags.end(), {"--train.device", "cuda"});
+    const RunConfig config = ConfigOf(c.config, flags);
+    const auto json = ToJson(PredictBusiestRank(config), config);
+    const int64_t device = json["cuda"]["device_bytes"].get<int64_t>();
+    EXPECT_EQ(device, json["cuda"]["peak_reserved_bytes"].get<int64_t>() +
+                          kDefaultOutsideAllocatorBytes);
+    EXPECT_EQ(json["cuda"]["outside_allocator_bytes"].get<int64_t>(),
+              kDefaultOutsideAllocatorBytes);
+    const FitAnswer a = Fit(config, c.budget,
+                            FitDeviceOf(config, kDefaultOutsideAllocatorBytes));
+    EXPECT_EQ(a.peak_bytes, device) << c.config;
+    EXPECT_EQ(a.verdict == FitVerdict::kFits, device <= c.budget) << c.config;
+    const std::string verdict = LineOf(FormatFit(a, config), "verdict: ");
+    EXPECT_NE(
+        verdict.find("micro-batch " + std::to_string(a.micro_batch) +
+                     " needs " + HumanBytes(device) + " per rank on the GPU"),
+        std::string::npos)
+        << verdict;
+  }
+  // The issue's case, fits on requested bytes alone.
+  const RunConfig cpu =
+      ConfigOf(kGpt2, {"--world-size", "2", "--micro-batch", "8"});
+  const int64_t budget = int64_t{16} << 30;
+  ASSERT_LE(PredictedPeakAt(cpu, 8), budget);
+  RunConfig cuda = cpu;
+  cuda.train.device = "cuda";
+  EXPECT_NE(Fit(cuda, budget, FitDeviceOf(cuda, kDefaultOutsideAllocatorBytes))
+                .verdict,
+            FitVerdict::kFits);
+  // The allowance is the user's to set: what decides moves with it.
+  const int64_t reserved =
+      ToJson(PredictBusiestRank(cuda), cuda)["cuda"]["peak_reserved_bytes"]
+          .get<int64_t>();
+  const int64_t between = reserved + kDefaultOutsideAllocatorBytes / 2;
+  EXPECT_NE(Fit(cuda, between, FitDeviceOf(cuda, kDefaultOutsideAllocatorBytes))
+                .verdict,
+            FitVerdict::kFits);
+  EXPECT_EQ(Fit(cuda, between, FitDeviceOf(cuda, 0)).verdict,
+            FitVerdict::kFits);
+}
+
+// A CPU run is decided on its requested bytes, and says what the same run
+// needs on a GPU when that is over the budget; on a GPU the verdict is the
+// device's (memprof fit, end to end).
+TEST(FitOnAGpu, TheCommandSaysWhichFigureDecided) {
+  const std::string run = "fit --config " + kGpt2 +
+                          " --budget 16GiB --world-size 2 --micro-batch 8";
+  RunConfig cuda = ConfigOf(kGpt2, {"--world-size", "2", "--micro-batch", "8",
+                                    "--train.device", "cuda"});
+  const int64_t device =
+      ToJson(PredictBusiestRank(cuda), cuda)["cuda"]["device_bytes"]
+          .get<int64_t>();
+  const CommandResult on_cpu = RunMemprof(run);
+  EXPECT_NE(on_cpu.output.find("on a GPU the same run would need " +
+                               HumanBytes(device)),
+            std::string::npos)
+      << on_cpu.output;
+  const CommandResult on_gpu = RunMemprof(run + " --train.device cuda");
+  EXPECT_EQ(on_gpu.exit_code, kExitCheckFailed) << on_gpu.output;
+  EXPECT_NE(on_gpu.output.find("verdict: activation-overflow"),
+            std::string::npos)
+      << on_gpu.output;
+  EXPECT_NE(on_gpu.output.find("micro-batch 8 needs " + HumanBytes(device) +
+                               " per rank on the GPU"),
+            std::string::npos)
+      << on_gpu.output;
+  EXPECT_NE(on_gpu.output.find("reserved by the caching allocator + 1.00 GiB "
+                               "outside it"),
+            std::string::npos)
+      << on_gpu.output;
+  const CommandResult bad = RunMemprof(run + " --gpu-outside-allocator 1XB");
+  EXPECT_EQ(bad.exit_code, kExitBadInput) << bad.output;
+  EXPECT_NE(bad.output.find("--gpu-outside-allocator 1XB"), std::string::npos)
+      << bad.output;
+}
+
+// Every byte figure predict prints under ZeRO-1 is one of its JSON's: the
+// GPU line is the busiest rank's partition, not the stage-0 replay, and the
+// model-state sentence does not claim replication it does not have; fit
+// prints the same figures.
+TEST(FitAndPredict, UnderZeroOnePrintOneSetOfFigures) {
+  const RunConfig config =
+      ConfigOf(kGpt13, {"--world-size", "8", "--ddp.zero_stage", "1"});
+  const Prediction p = PredictBusiestRank(config);
+  const auto json = ToJson(p, config);
+  const std::string text = FormatPrediction(p, config);
+  std::set<std::string> figures;
+  JsonFigures(json, figures);
+  for (const std::string& figure : ByteFigures(text)) {
+    EXPECT_EQ(figures.count(figure), 1u)
+        << figure << " is not a figure of the JSON:\n"
+        << text;
+  }
+  EXPECT_EQ(json["cuda"]["requested_bytes"].get<int64_t>(),
+            json["peak"]["total_bytes"].get<int64_t>())
+      << "the GPU replay is of the rank predicted";
+  EXPECT_EQ(json["rank"].get<int>(), p.rank);
+  EXPECT_EQ(text.find("copies"), std::string::npos) << text;
+  EXPECT_EQ(text.find("does not shrink"), std::string::npos) << text;
+  int64_t group = 0;
+  for (const auto& state :
+       json["zero_partition"]["optimizer_state_bytes_by_rank"]) {
+    group += state.get<int64_t>();
+  }
+  const auto& categories = json["categories"];
+  group += 8 * (categories["weights"]["predicted_bytes"].get<int64_t>() +
+                categories["gradients"]["predicted_bytes"].get<int64_t>() +
+                categories["ddp_buckets"]["predicted_bytes"].get<int64_t>());
+  EXPECT_EQ(json["model_state"]["group_bytes"].get<int64_t>(), group);
+
+  // fit: its model state, its peak and its verdict's figures are predict's.
+  const int64_t budget = int64_t{40} * 1000 * 1000 * 1000;
+  const FitAnswer a = Fit(config, budget);
+  const std::string fit = FormatFit(a, config);
+  const int64_t state = json["model_state"]["bytes_per_rank"].get<int64_t>();
+  const int64_t peak = json["peak"]["total_bytes"].get<int64_t>();
+  EXPECT_NE(LineOf(fit, "model state per rank").find("): " + HumanBytes(state)),
+            std::string::npos)
+      << fit;
+  EXPECT_NE(LineOf(fit, "predicted peak per rank: ")
+                .find(HumanBytes(peak) + " at micro-batch 1"),
+            std::string::npos)
+      << fit;
+  AddFigure(budget, figures);
+  AddFigure(peak - state, figures);  // what micro-batch 1 adds
+  for (const std::string& figure : ByteFigures(LineOf(fit, "verdict: "))) {
+    EXPECT_EQ(figures.count(figure), 1u) << figure << " in\n" << fit;
+  }
+}
+
+// gpt-1.3b at 8 ranks under 40 GB: the model state (24.5 GiB) fits and
+// micro-batch 1's activations do not; the verdict says so once, and since
+// no lever memprof runs fits alone, their combinations are priced.
+TEST(Fit, ModelStateThatFitsIsNotCalledItsOverflow) {
+  const RunConfig config = ConfigOf(kGpt13, {"--world-size", "8"});
+  const int64_t budget = int64_t{40} * 1000 * 1000 * 1000;
+  const FitAnswer a = Fit(config, budget);
+  ASSERT_LE(a.model_state_bytes, budget);
+  ASSERT_GT(a.peak1_bytes, budget);
+  EXPECT_EQ(a.verdict, FitVerdict::kActivationOverflow);
+  EXPECT_EQ(a.largest_micro_batch, 0);
+  const std::string text = FormatFit(a, config);
+  EXPECT_EQ(text.find("alone over"), std::string::npos) << text;
+  EXPECT_NE(text.find("verdict: activation-overflow: the model state, " +
+                      HumanBytes(a.model_state_bytes) + " per rank, fits"),
+            std::string::npos)
+      << text;
+  // Below the model state no lever memprof runs fits alone: ZeRO-1 with
+  // checkpointing does, predicted as the combined run.
+  const FitAnswer below = Fit(config, int64_t{24} << 30);
+  EXPECT_EQ(below.verdict, FitVerdict::kModelStateOverflow);
+  bool combined = false;
+  for (const FitLever& lever : below.levers) {
+    if (lever.flags !=
+        "--train.activation_checkpointing blocks --ddp.zero_stage 1") {
+      continue;
+    }
+    combined = true;
+    RunConfig both = config;
+    both.train.activation_checkpointing = "blocks";
+    both.ddp.zero_stage = 1;
+    EXPECT_EQ(lever.peak_bytes, FitFigure(both, FitDevice{}));
+    EXPECT_LE(lever.peak_bytes, below.budget_bytes);
+  }
+  EXPECT_TRUE(combined) << FormatFit(below, config);
+  // No clause twice.
+  std::set<std::string> clauses;
+  std::regex split("[;:,\n]");
+  for (auto it =
+           std::sregex_token_iterator(text.begin(), text.end(), split, -1);
+       it != std::sregex_token_iterator(); ++it) {
+    const std::string clause = *it;
+    if (clause.size() < 20) continue;
+    EXPECT_TRUE(clauses.insert(clause).second) << clause << " twice in\n"
+                                               << text;
+  }
 }
 
 TEST(FitCommand, ExitCodesAndBadInput) {
