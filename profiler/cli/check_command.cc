@@ -5,18 +5,21 @@
 
 #include "profiler/base/atomic_file.h"
 #include "profiler/base/errors.h"
+#include "profiler/cli/run_lock.h"
 #include "profiler/gate/gate_run.h"
 
 namespace memprof {
 
 int RunCheckCommand(const CheckArgs& args) {
   const Baseline baseline = LoadBaseline(args.check.baseline_path);
+  const RunReadLock lock(args.run_dir);  // Note [Reading a live run]
   const RunFigures run = LoadRun(args.run_dir);
   return GateRun(baseline, run, args.run_dir, args.check);
 }
 
 int RunBaselineCommand(const BaselineArgs& args) {
   Baseline baseline;
+  const RunReadLock lock(args.run_dir);  // Note [Reading a live run]
   baseline.run = LoadRun(args.run_dir);
   baseline.tolerances = args.tolerances;
   WriteFlaggedFile("--out", args.out_path,
