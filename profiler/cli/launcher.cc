@@ -26,6 +26,10 @@ namespace {
 
 // After a failure, the other ranks get SIGTERM, then SIGKILL after this.
 constexpr auto kStopGrace = std::chrono::seconds(5);
+// Before that, this long to fail on their own: a rank's death resets its
+// peers' connections, and they exit at once with their own message, which
+// their recovered reports then name ("exited with code 3").
+constexpr auto kPeerGrace = std::chrono::seconds(1);
 
 struct Child {
   pid_t pid = -1;
@@ -165,6 +169,26 @@ std::string HowItEnded(int status, bool stopped) {
     return SignalName(sig);
   }
   return Describe(status);
+}
+
+// Reaps the ranks that exit on their own within kPeerGrace.
+void AwaitPeers(std::vector<Child>& children) {
+  const auto deadline = std::chrono::steady_clock::now() + kPeerGrace;
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool any = false;
+    for (Child& child : children) {
+      if (!child.running) continue;
+      int status = 0;
+      if (::waitpid(child.pid, &status, WNOHANG) == child.pid) {
+        child.running = false;
+        child.ending = HowItEnded(status, /*stopped=*/false);
+      } else {
+        any = true;
+      }
+    }
+    if (!any) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 // SIGTERM every running rank, SIGKILL what is left after the grace period,
@@ -318,7 +342,10 @@ int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
       failure = *stopped + "; then " + failure;
     }
   }
-  if (left > 0) StopAll(children);
+  if (left > 0) {
+    if (!failure.empty()) AwaitPeers(children);
+    StopAll(children);
+  }
   if (!failure.empty()) {
     // Note [Post-mortem]: a rank killed mid-run leaves its capture, and so
     // do the ranks stopped here and those that failed on their own; the
