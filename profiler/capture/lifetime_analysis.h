@@ -174,7 +174,7 @@ struct Analysis {
 // Reads the capture's file twice (Note [Streaming analysis]); `sinks` get
 // the blocks in seq order during the second pass. Throws InputError for a
 // file whose records contradict each other (a free of a block never
-// allocated, a step out of order) or whose header is damaged (Note
+// allocated, a step beyond its records) or whose header is damaged (Note
 // [Damaged capture]).
 Analysis Analyze(const Capture& capture, const AnalysisOptions& options = {},
                  const std::vector<CaptureSink*>& sinks = {});
