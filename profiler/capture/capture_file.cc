@@ -1,13 +1,16 @@
 #include "profiler/capture/capture_file.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "profiler/base/errors.h"
 
@@ -32,10 +35,27 @@ off_t SpillOffset(int64_t s) {
   return static_cast<off_t>(kMappedBytes + s * kCaptureWindowBytes);
 }
 
+// "capture file PATH: WHAT: REASON", with the remedy for a full disk.
+std::string Failure(const std::string& what, const std::string& path) {
+  const bool full = errno == ENOSPC || errno == EDQUOT;
+  return "capture file " + (path.empty() ? std::string("(temporary)") : path) +
+         ": " + what + ": " + std::strerror(errno) +
+         (full ? "; free space on its file system or choose another --out"
+               : "");
+}
+
 [[noreturn]] void Fail(const std::string& what, const std::string& path) {
-  throw std::runtime_error("capture file " +
-                           (path.empty() ? std::string("(temporary)") : path) +
-                           ": " + what + ": " + std::strerror(errno));
+  throw std::runtime_error(Failure(what, path));
+}
+
+// Whether a record takes the next seq (the tracker ticks seq for these).
+bool TakesSeq(RecordKind kind) {
+  return kind == RecordKind::kAlloc || kind == RecordKind::kFree ||
+         kind == RecordKind::kRefusal;
+}
+
+bool IsZero(const Record& r) {
+  return r.seq == 0 && r.a == 0 && r.b == 0 && r.check == 0;
 }
 
 }  // namespace
@@ -46,10 +66,16 @@ void CaptureWriter::Open(const std::string& path, int64_t begin_seq,
   if (path.empty()) {
     fd_ = OpenTemporaryFile();
   } else {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // A new file, never one an earlier session may still hold mapped.
+    ::unlink(path.c_str());
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   }
   path_ = path;
+  error_.clear();
   if (fd_ < 0) Fail("cannot create", path);
+  if (!path.empty() && ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    Fail("cannot lock", path);
+  }
   std::string header(kCaptureHeaderBytes, '\0');
   const uint32_t record_bytes = sizeof(Record);
   const uint32_t meta_bytes = static_cast<uint32_t>(
@@ -62,9 +88,16 @@ void CaptureWriter::Open(const std::string& path, int64_t begin_seq,
   std::memcpy(p + 24, &begin_unix_us, 8);
   std::memcpy(p + kFixedHeaderBytes, meta_json.data(), meta_bytes);
   if (::pwrite(fd_, header.data(), header.size(), 0) !=
-          static_cast<ssize_t>(header.size()) ||
-      ::ftruncate(fd_, static_cast<off_t>(kMappedBytes)) != 0) {
+      static_cast<ssize_t>(header.size())) {
     Fail("cannot write the header", path);
+  }
+  // Reserved before mapped (Note [Capture file]).
+  const int reserved = ::posix_fallocate(fd_, 0, kMappedBytes);
+  if (reserved != 0) {
+    errno = reserved;
+    Fail("cannot reserve its first " + std::to_string((kMappedBytes >> 20)) +
+             " MiB",
+         path);
   }
   void* mapped =
       ::mmap(nullptr, kMappedBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
@@ -78,12 +111,21 @@ void CaptureWriter::Open(const std::string& path, int64_t begin_seq,
 void CaptureWriter::Spill() {
   const size_t bytes = static_cast<size_t>(cursor_ - window_) * sizeof(Record);
   const char* from = reinterpret_cast<const char*>(window_);
-  for (size_t done = 0; done < bytes;) {
+  for (size_t done = 0; done < bytes && error_.empty();) {
     const ssize_t n =
         ::pwrite(fd_, from + done, bytes - done, SpillOffset(spilled_) + done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) Fail("cannot write", path_);
-    done += static_cast<size_t>(n);
+    if (n == 0) errno = ENOSPC;
+    if (n <= 0) error_ = Failure("cannot write", path_);
+    if (n > 0) done += static_cast<size_t>(n);
+  }
+  if (!error_.empty()) {
+    // The window in the ring stays the file's last; what follows is
+    // written over and over into the other one, which no reader reads.
+    window_ = cursor_ =
+        reinterpret_cast<Record*>(map_ + RingOffset(spilled_ + 1));
+    end_ = window_ + kWindowRecords;
+    return;
   }
   ++spilled_;
   __atomic_store_n(reinterpret_cast<int64_t*>(map_ + kSpilledOffset), spilled_,
@@ -95,7 +137,7 @@ void CaptureWriter::Spill() {
 
 int CaptureWriter::Finish() {
   if (fd_ < 0) return -1;
-  if (cursor_ != window_) Spill();
+  if (cursor_ != window_ && error_.empty()) Spill();
   ::munmap(map_, kMappedBytes);
   map_ = nullptr;
   window_ = cursor_ = end_ = nullptr;
@@ -126,7 +168,16 @@ CaptureReader::~CaptureReader() {
   if (owned_) ::close(fd_);
 }
 
+void CaptureReader::Damaged(const std::string& why) {
+  if (owned_) ::close(fd_);
+  owned_ = false;
+  throw InputError(name_ + ": " + why +
+                   ": the capture is damaged; recover from an intact copy of "
+                   "it, or profile the run again");
+}
+
 void CaptureReader::ReadHeader(const std::string& name) {
+  name_ = name;
   char fixed[kFixedHeaderBytes];
   const ssize_t n = ::pread(fd_, fixed, sizeof fixed, 0);
   uint32_t record_bytes = 0, meta_bytes = 0;
@@ -152,6 +203,55 @@ void CaptureReader::ReadHeader(const std::string& name) {
       static_cast<ssize_t>(meta_bytes)) {
     header_.meta_json.clear();
   }
+  // Note [Damaged capture]: the header against the file.
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) Damaged("cannot stat");
+  file_bytes_ = st.st_size;
+  if (spilled_ < 0) {
+    Damaged("its header counts " + std::to_string(spilled_) +
+            " spilled windows");
+  }
+  spilled_present_ = file_bytes_ > static_cast<int64_t>(kMappedBytes)
+                         ? (file_bytes_ - static_cast<int64_t>(kMappedBytes) +
+                            static_cast<int64_t>(kCaptureWindowBytes) - 1) /
+                               static_cast<int64_t>(kCaptureWindowBytes)
+                         : 0;
+  if (spilled_present_ > spilled_ + 1) {
+    Damaged("it holds " + std::to_string(spilled_present_) +
+            " spilled windows but its header counts " +
+            std::to_string(spilled_));
+  }
+  Record ring{};
+  ring_empty_ = ::pread(fd_, &ring, sizeof ring, RingOffset(spilled_)) !=
+                    static_cast<ssize_t>(sizeof ring) ||
+                IsZero(ring);
+  if (spilled_present_ == spilled_ + 1) {
+    // Killed between a window's copy and its count: the ring window holds
+    // it whole. Anything else is a window the header does not count.
+    Record copy{};
+    const ssize_t got = ::pread(fd_, &copy, sizeof copy, SpillOffset(spilled_));
+    if (got <= 0 || std::memcmp(&copy, &ring, static_cast<size_t>(got)) != 0) {
+      Damaged("it holds " + std::to_string(spilled_present_) +
+              " spilled windows but its header counts " +
+              std::to_string(spilled_));
+    }
+  }
+  if (header_.begin_seq < 0) {
+    Damaged("its header's first seq is " + std::to_string(header_.begin_seq));
+  }
+  const int64_t written_us = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000 +
+                             st.st_mtim.tv_nsec / 1000;
+  constexpr int64_t kClockSlackUs = 1000000;  // mtime's coarse clock
+  if (header_.begin_unix_us <= 0) {
+    Damaged("its header's session start is " +
+            std::to_string(header_.begin_unix_us) + " us since 1970");
+  }
+  if (header_.begin_unix_us > written_us + kClockSlackUs) {
+    Damaged("its header's session start, " +
+            std::to_string(header_.begin_unix_us) +
+            " us since 1970, is after the file was last written (" +
+            std::to_string(written_us) + " us)");
+  }
   buffer_.resize(kWindowRecords);
   Rewind();
 }
@@ -159,14 +259,18 @@ void CaptureReader::ReadHeader(const std::string& name) {
 void CaptureReader::Rewind() {
   window_ = 0;
   at_ = size_ = 0;
+  short_window_ = false;
   records_ = 0;
-  torn_ = done_ = false;
+  next_seq_ = header_.begin_seq;
+  torn_ = cut_short_ = done_ = false;
 }
 
 bool CaptureReader::Fill() {
+  // The spilled windows the header counts and the file holds, then the
+  // ring's (Note [Damaged capture]: a missing window ends the reading).
   if (window_ > spilled_) return false;  // the ring's window was read
-  const off_t offset =
-      window_ < spilled_ ? SpillOffset(window_) : RingOffset(window_);
+  const bool ring = window_ == spilled_;
+  const off_t offset = ring ? RingOffset(spilled_) : SpillOffset(window_);
   ++window_;
   const size_t want = kCaptureWindowBytes;
   auto* bytes = reinterpret_cast<char*>(buffer_.data());
@@ -178,10 +282,8 @@ bool CaptureReader::Fill() {
     got += static_cast<size_t>(n);
   }
   // A file cut inside a record: that record is torn.
-  if (got % sizeof(Record) != 0) {
-    torn_ = true;
-    std::memset(bytes + got, 0, want - got);
-  }
+  if (got % sizeof(Record) != 0) torn_ = true;
+  short_window_ = got < want;
   at_ = 0;
   size_ = got / sizeof(Record);
   return true;
@@ -190,24 +292,48 @@ bool CaptureReader::Fill() {
 bool CaptureReader::Next(Record& record, RecordKind& kind) {
   while (!done_) {
     if (at_ == size_) {
+      // A window that ends the file without a zero record: the file goes
+      // on past the cut, unless it is the last spilled window a finished
+      // session wrote (its ring window then holds nothing).
+      const bool spilled_last = window_ == spilled_ && ring_empty_;
+      if (short_window_ && !spilled_last) {
+        cut_short_ = true;
+        break;
+      }
+      if (window_ < spilled_ && window_ >= spilled_present_) {
+        cut_short_ = true;  // the file ends before the windows it counts
+        break;
+      }
       if (!Fill()) break;
       continue;
     }
     const Record& r = buffer_[at_++];
     const uint8_t valid = ValidKind(r);
     if (valid != 0) {
-      record = r;
       kind = static_cast<RecordKind>(valid);
+      if (records_ == 0 && r.seq != header_.begin_seq) {
+        Damaged("its first record has seq " + std::to_string(r.seq) +
+                " but its header's first seq is " +
+                std::to_string(header_.begin_seq));
+      }
+      if (r.seq < next_seq_) {
+        Damaged("record " + std::to_string(records_) + " has seq " +
+                std::to_string(r.seq) + ", before the seq " +
+                std::to_string(next_seq_) + " the records before it reached");
+      }
+      next_seq_ = r.seq + (TakesSeq(kind) ? 1 : 0);
+      record = r;
       ++records_;
       return true;
     }
-    if (r.seq != 0 || r.a != 0 || r.b != 0 || r.check != 0) {
+    if (!IsZero(r)) {
       torn_ = true;  // not the zeros of an unwritten tail
       break;
     }
     // Zeros: the rest of this window was never written; the ring's window
     // follows a spilled one that was cut short by the end of the session.
     at_ = size_;
+    short_window_ = false;
   }
   done_ = true;
   return false;
@@ -227,6 +353,14 @@ int OpenTemporaryFile() {
 
 CaptureFile::~CaptureFile() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+bool CaptureLive(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool live = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return live;
 }
 
 std::string CapturePath(const std::string& dir, int rank) {

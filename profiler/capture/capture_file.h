@@ -26,6 +26,30 @@
 // in order, and nothing else (a window spilled but not yet counted is
 // still whole in the ring; a counted one's ring window is zeroed before
 // it is reused).
+//
+// The header page and the ring are reserved on disk (posix_fallocate)
+// before they are mapped, so a full disk is an ENOSPC at Open, not a SIGBUS
+// at the hook's first store into a page the file system cannot back. A
+// spill that fails (a disk filled since) keeps its window in the ring, the
+// last one the file holds, discards what follows, and the error is raised
+// at the next phase mark (MemoryTracker::SetPhase): the file stays a whole
+// prefix of the session. A session holds an exclusive flock on its named
+// file while it runs (the kernel drops it however the process ends), so a
+// reader tells a live rank's capture from a killed one's (CaptureLive).
+//
+// Note [Damaged capture]
+// The reader trusts nothing the header says that the file can contradict:
+// a file with more spilled windows than the header counts (beyond the one
+// a kill between the copy and the count leaves, which its ring window
+// still holds whole), a negative count, a session that began after the
+// file was last written, or a first record whose seq is not the header's
+// first seq is refused (InputError: the header is damaged). Records must
+// come in seq order (each alloc, free and refusal takes the next seq).
+// A file that ends before the windows its header counts, or inside the
+// ring window's records, was cut short: the records before the cut are
+// read, in order, and cut_short() says so; nothing after the cut is read,
+// so what is read is always a prefix of the session. Every loop over the
+// file is bounded by its size.
 #pragma once
 
 #include <cstdint>
@@ -117,7 +141,8 @@ class CaptureWriter {
   CaptureWriter& operator=(const CaptureWriter&) = delete;
   ~CaptureWriter() { Close(); }
 
-  // Creates (truncates) `path`, writes the header and maps the ring; ""
+  // Creates `path` anew (unlinking a file there), locks it, writes the
+  // header, reserves and maps the ring; ""
   // opens an unnamed temporary file instead. Closes a file already open.
   void Open(const std::string& path, int64_t begin_seq, int64_t begin_unix_us,
             const std::string& meta_json);
@@ -137,10 +162,15 @@ class CaptureWriter {
   int Finish();
   void Close();
   const std::string& path() const { return path_; }  // "": temporary
+  // "" while every window was written; else why a spill failed ("capture
+  // file PATH: cannot write: REASON; REMEDY"): the records since are lost.
+  const std::string& error() const { return error_; }
 
  private:
   // Copies the ring window to the next spilled window, counts it in the
-  // header, zeroes it, and turns to the other ring window.
+  // header, zeroes it, and turns to the other ring window; when the copy
+  // fails, keeps the window and discards from then on (Note [Capture
+  // file]).
   void Spill();
 
   int fd_ = -1;
@@ -150,6 +180,7 @@ class CaptureWriter {
   Record* window_ = nullptr;  // the ring window in use
   Record* cursor_ = nullptr;
   Record* end_ = nullptr;
+  std::string error_;
 };
 
 // What a capture's header says.
@@ -160,9 +191,9 @@ struct CaptureHeader {
 };
 
 // A finished or killed session's file, read front to back with a buffer
-// (so reading it costs a buffer, whatever its length). Opening by path
-// throws InputError "PATH: REASON; REMEDY" for a file that is not a
-// capture.
+// (so reading it costs a buffer, whatever its length). Opening throws
+// InputError "PATH: REASON; REMEDY" for a file that is not a capture or
+// whose header is damaged (Note [Damaged capture]).
 class CaptureReader {
  public:
   explicit CaptureReader(const std::string& path);
@@ -173,29 +204,47 @@ class CaptureReader {
   ~CaptureReader();
 
   const CaptureHeader& header() const { return header_; }
-  // The next committed record and its kind; false at the end or at the
-  // first torn record (then torn() is true).
+  // The next committed record and its kind; false at the end, at the
+  // first torn record (then torn() is true) or where the file was cut
+  // short (cut_short()). Throws InputError when a record is out of seq
+  // order (Note [Damaged capture]).
   bool Next(Record& record, RecordKind& kind);
   bool torn() const { return torn_; }
+  bool cut_short() const { return cut_short_; }
   int64_t records() const { return records_; }
+  int64_t file_bytes() const { return file_bytes_; }
+  int64_t spilled_windows() const { return spilled_; }  // as counted
   // Back to the first record.
   void Rewind();
 
  private:
   void ReadHeader(const std::string& name);
+  [[noreturn]] void Damaged(const std::string& why);
   bool Fill();  // the next window: spilled ones, then the ring's
 
   int fd_ = -1;
   bool owned_ = false;
+  std::string name_;
   std::vector<Record> buffer_;  // one window
   size_t at_ = 0, size_ = 0;
-  int64_t spilled_ = 0;  // as the header counts them
-  int64_t window_ = 0;   // the next to read: spilled_ is the ring's
+  int64_t file_bytes_ = 0;
+  int64_t spilled_ = 0;          // as the header counts them
+  int64_t spilled_present_ = 0;  // spilled windows the file holds, whole or not
+  bool ring_empty_ = false;      // the ring window after them holds nothing
+  int64_t window_ = 0;           // the next to read: spilled_ is the ring's
+  bool short_window_ = false;    // the window in the buffer ends the file
   int64_t records_ = 0;
+  int64_t next_seq_ = 0;  // the least seq the next record may have
   bool torn_ = false;
+  bool cut_short_ = false;
   bool done_ = false;
   CaptureHeader header_;
 };
+
+// True while a running session holds the file at `path` (its flock, Note
+// [Capture file]); false for a killed or finished session's file, or one
+// that cannot be opened.
+bool CaptureLive(const std::string& path);
 
 // The file a Capture reads back: a path, or an unnamed temporary file
 // (only the descriptor). Closes the descriptor when the last Capture

@@ -31,13 +31,13 @@ PhaseMark MarkOf(const Record& r) {
                    static_cast<int64_t>(r.b)};
 }
 
-// Note [Streaming analysis]: one byte per seq, category + 1 at a block's
-// alloc seq (0: no block was allocated there), in an unnamed temporary
-// file; written in any order, read in seq order.
+// Note [Streaming analysis]: one byte per alloc record, category + 1 at
+// the block's alloc ordinal (its place among the capture's alloc records,
+// so the file is bounded by the records read, whatever their seqs say), in
+// an unnamed temporary file; written in any order, read in order.
 class CategoryColumn {
  public:
-  explicit CategoryColumn(int64_t begin_seq)
-      : begin_(begin_seq), base_(begin_seq), buffer_(kWindow, 0) {
+  CategoryColumn() : buffer_(kWindow, 0) {
     fd_ = OpenTemporaryFile();
     if (fd_ < 0) {
       throw std::runtime_error(
@@ -49,30 +49,32 @@ class CategoryColumn {
   CategoryColumn(const CategoryColumn&) = delete;
   CategoryColumn& operator=(const CategoryColumn&) = delete;
 
-  void Set(int64_t seq, Category c) {
-    while (seq >= base_ + kWindow) Slide();
+  void Set(int64_t ordinal, Category c) {
+    while (ordinal >= base_ + kWindow) Slide();
     const uint8_t value = static_cast<uint8_t>(static_cast<int>(c) + 1);
-    if (seq >= base_) {
-      buffer_[seq - base_] = value;
+    if (ordinal >= base_) {
+      buffer_[ordinal - base_] = value;
     } else {
-      Write(&value, 1, seq);
+      Write(&value, 1, ordinal);
     }
   }
-  // Writes what the window holds and turns to reading from `begin`.
-  void Finish() {
-    Write(buffer_.data(), kWindow, base_);
-    base_ = begin_;
+  // Writes what the window holds (up to `ordinals`, the allocs counted)
+  // and turns to reading from the first.
+  void Finish(int64_t ordinals) {
+    Write(buffer_.data(), std::min(kWindow, ordinals - base_), base_);
+    base_ = 0;
     size_ = 0;
   }
-  // The category allocated at `seq` (non-decreasing seqs), or nullopt.
-  std::optional<Category> Get(int64_t seq) {
-    if (seq < base_ || seq >= base_ + size_) {
-      base_ = seq;
-      const ssize_t n = ::pread(fd_, buffer_.data(), kWindow, seq - begin_);
+  // The category of the block of alloc `ordinal` (non-decreasing), or
+  // nullopt.
+  std::optional<Category> Get(int64_t ordinal) {
+    if (ordinal < base_ || ordinal >= base_ + size_) {
+      base_ = ordinal;
+      const ssize_t n = ::pread(fd_, buffer_.data(), kWindow, ordinal);
       size_ = n > 0 ? n : 0;
-      if (seq >= base_ + size_) return std::nullopt;
+      if (ordinal >= base_ + size_) return std::nullopt;
     }
-    const uint8_t value = buffer_[seq - base_];
+    const uint8_t value = buffer_[ordinal - base_];
     if (value == 0) return std::nullopt;
     return static_cast<Category>(value - 1);
   }
@@ -86,11 +88,11 @@ class CategoryColumn {
     std::memset(buffer_.data() + half, 0, half);
     base_ += half;
   }
-  void Write(const uint8_t* data, int64_t bytes, int64_t seq) {
+  void Write(const uint8_t* data, int64_t bytes, int64_t ordinal) {
     int64_t done = 0;
     while (done < bytes) {
       const ssize_t n =
-          ::pwrite(fd_, data + done, bytes - done, seq - begin_ + done);
+          ::pwrite(fd_, data + done, bytes - done, ordinal + done);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         throw std::runtime_error(std::string("cannot write the analysis' "
@@ -102,8 +104,7 @@ class CategoryColumn {
   }
 
   int fd_ = -1;
-  const int64_t begin_;
-  int64_t base_;
+  int64_t base_ = 0;
   int64_t size_ = 0;  // reading: bytes of the window read
   std::vector<uint8_t> buffer_;
 };
@@ -127,6 +128,7 @@ struct Outline {
   OutOfMemory out_of_memory;
   std::vector<StepPeak> step_peaks;  // category-free totals, steps 1..K
   bool torn = false;
+  bool cut_short = false;
   int64_t records = 0;
 };
 
@@ -135,8 +137,10 @@ Outline FirstPass(CaptureReader& reader, const std::string& name,
   Outline out;
   struct Block {
     int64_t alloc_seq;
+    int64_t ordinal;  // among the alloc records (CategoryColumn)
     uint64_t tag;
   };
+  int64_t allocs = 0;
   std::unordered_map<uint64_t, Block> live;  // by address
   int64_t total = 0;
   int64_t last_seq = reader.header().begin_seq - 1;
@@ -147,7 +151,7 @@ Outline FirstPass(CaptureReader& reader, const std::string& name,
   while (reader.Next(r, kind)) {
     switch (kind) {
       case RecordKind::kAlloc: {
-        if (!live.emplace(r.a, Block{r.seq, r.b}).second) {
+        if (!live.emplace(r.a, Block{r.seq, allocs++, r.b}).second) {
           Contradiction(reader, name, r, "allocates a live block");
         }
         total += BytesOfTag(r.b);
@@ -167,7 +171,7 @@ Outline FirstPass(CaptureReader& reader, const std::string& name,
         }
         Category c = CategoryOfTag(r.b);
         if (c == Category::kPending) c = Category::kTemporaries;
-        column.Set(it->second.alloc_seq, c);
+        column.Set(it->second.ordinal, c);
         if (BlockFlags(r.b) & kFlagBucket) {
           out.last_bucket_free_step = mark.step;
         }
@@ -191,6 +195,13 @@ Outline FirstPass(CaptureReader& reader, const std::string& name,
         break;
       case RecordKind::kMark:
         mark = MarkOf(r);
+        // Every step's peak is kept: a step beyond the file's record count
+        // is a damaged record, not a step to make room for.
+        if (mark.step < 0 ||
+            mark.step >
+                reader.file_bytes() / static_cast<int64_t>(sizeof(Record))) {
+          Contradiction(reader, name, r, "marks a step beyond its records");
+        }
         if (mark.phase == Phase::kForward) forward_mark = mark;
         if (out.last_step >= 1 && mark.step != out.last_step) {
           out.step_peaks[out.last_step - 1].end_ns =
@@ -220,6 +231,7 @@ Outline FirstPass(CaptureReader& reader, const std::string& name,
     }
   }
   out.torn = reader.torn();
+  out.cut_short = reader.cut_short();
   out.records = reader.records();
   out.last_mark = mark;
   if (!out.ended) {  // Note [Killed capture]
@@ -237,9 +249,9 @@ Outline FirstPass(CaptureReader& reader, const std::string& name,
               ? Category::kActivations
               : Category::kUnattributed;
     }
-    column.Set(block.alloc_seq, c);
+    column.Set(block.ordinal, c);
   }
-  column.Finish();
+  column.Finish(allocs);
   return out;
 }
 
@@ -287,6 +299,7 @@ class SecondPass {
     reader.Rewind();
     mark_ = PhaseMark{reader.header().begin_seq, Phase::kIdle, 0, 0};
     bool opened = false;
+    int64_t allocs = 0;
     Record r;
     RecordKind kind;
     while (reader.Next(r, kind)) {
@@ -299,7 +312,7 @@ class SecondPass {
         continue;
       }
       if (kind == RecordKind::kAlloc) {
-        const std::optional<Category> c = column.Get(r.seq);
+        const std::optional<Category> c = column.Get(allocs++);
         if (!c) Contradiction(reader, name, r, "has no final category");
         Lifetime block;
         block.alloc_seq = r.seq;
@@ -453,7 +466,7 @@ Analysis Analyze(const Capture& capture, const AnalysisOptions& options,
   const std::string name =
       capture.file->path().empty() ? "the capture file" : capture.file->path();
   CaptureReader reader(capture.file->fd(), name);
-  CategoryColumn column(reader.header().begin_seq);
+  CategoryColumn column;
   const Outline outline = FirstPass(reader, name, column);
 
   Analysis out;
@@ -464,6 +477,7 @@ Analysis Analyze(const Capture& capture, const AnalysisOptions& options,
   out.end_ns = outline.end_ns;
   out.killed = !outline.ended;
   out.torn_record = outline.torn;
+  out.cut_short = outline.cut_short;
   out.records = outline.records;
   out.out_of_memory = outline.out_of_memory;
   const int32_t steady_from = 1 + std::max(options.one_time_through_step,

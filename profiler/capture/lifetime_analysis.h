@@ -7,10 +7,11 @@
 // The file is read twice, front to back, holding the blocks live at the
 // moment and a fixed window, never the run. Pass 1 replays the records to
 // learn each block's final category (what ownership, the phase rule, its
-// free or the session's end made it) and writes it, one byte per seq, to a
-// side file at the block's alloc seq (a 1 MiB window of recent seqs in
-// memory; a long-lived block's byte is written in place when it is
-// freed); it also finds the steady state's first step and, from the
+// free or the session's end made it) and writes it, one byte per alloc
+// record, to a side file at the block's alloc ordinal (a 1 MiB window of
+// recent ones in memory; a long-lived block's byte is written in place
+// when it is freed), so the side file is bounded by the records read; it
+// also finds the steady state's first step and, from the
 // category-free live totals, the step of the steady-state peak. Pass 2
 // replays the records again with those final categories: every figure
 // below, the kept steps' segments and breakdowns, the series, and the
@@ -164,13 +165,17 @@ struct Analysis {
   int64_t end_ns = 0;
   bool killed = false;       // no end record (Note [Killed capture])
   bool torn_record = false;  // a torn record was dropped at the end
-  int64_t records = 0;       // committed records read
+  // The file ends before records it should hold: the figures are those of
+  // the records before the cut (Note [Damaged capture]).
+  bool cut_short = false;
+  int64_t records = 0;  // committed records read
 };
 
 // Reads the capture's file twice (Note [Streaming analysis]); `sinks` get
 // the blocks in seq order during the second pass. Throws InputError for a
 // file whose records contradict each other (a free of a block never
-// allocated).
+// allocated, a step beyond its records) or whose header is damaged (Note
+// [Damaged capture]).
 Analysis Analyze(const Capture& capture, const AnalysisOptions& options = {},
                  const std::vector<CaptureSink*>& sinks = {});
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <mutex>
 #include <new>
+#include <stdexcept>
 #include <thread>
 
 #include <c10/util/Exception.h>
@@ -191,6 +192,10 @@ int64_t MemoryTracker::SetPhase(Phase phase, int32_t step) {
   std::lock_guard<SpinLock> guard(lock_);
   mark_ = PhaseMark{seq_, phase, step, time_ns};
   if (logging_) AppendMarkLocked();
+  // A spill failed since the last mark (Note [Capture file]).
+  if (logging_ && !capture_.error().empty()) {
+    throw std::runtime_error(capture_.error());
+  }
   return seq_;
 }
 
@@ -269,8 +274,10 @@ Capture MemoryTracker::EndSession() {
     }
   }
   const std::string path = capture_.path();
+  const std::string error = capture_.error();
   const int fd = capture_.Finish();
   if (fd >= 0) capture.file = std::make_shared<const CaptureFile>(fd, path);
+  if (!error.empty()) throw std::runtime_error(error);
   return capture;
 }
 

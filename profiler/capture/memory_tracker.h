@@ -154,7 +154,9 @@ class MemoryTracker {
   // figures. Throws std::runtime_error when the file cannot be written.
   void BeginSession(const std::string& capture_path = "",
                     const std::string& meta_json = "{}");
-  // Returns the seq at which the phase begins.
+  // Returns the seq at which the phase begins. Throws std::runtime_error
+  // naming the capture file when a spill of it failed since the last mark
+  // (a full disk: Note [Capture file]).
   int64_t SetPhase(Phase phase, int32_t step);
   // The seq the next event takes.
   int64_t NextSeq() const;
@@ -173,7 +175,8 @@ class MemoryTracker {
   Category CategoryOf(const void* ptr) const;
 
   // Ends the session: live pending blocks become unattributed, the file
-  // gets its end record and is handed over in the Capture.
+  // gets its end record and is handed over in the Capture. Throws as
+  // SetPhase does, once the session is ended.
   Capture EndSession();
 
   // Bytes of the blocks live now, in a session or not (a walk of the

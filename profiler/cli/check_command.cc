@@ -5,6 +5,7 @@
 
 #include "profiler/base/atomic_file.h"
 #include "profiler/base/errors.h"
+#include "profiler/cli/run_lock.h"
 #include "profiler/gate/gate_run.h"
 #include "profiler/report/run_files.h"
 
@@ -13,6 +14,7 @@ namespace memprof {
 int RunCheckCommand(const CheckArgs& args) {
   RequireCheckOutputs(args.check, args.run_dir);
   const Baseline baseline = LoadBaseline(args.check.baseline_path);
+  const RunReadLock lock(args.run_dir);  // Note [Reading a live run]
   const RunFigures run = LoadRun(args.run_dir);
   return GateRun(baseline, run, args.run_dir, args.check);
 }
@@ -20,6 +22,7 @@ int RunCheckCommand(const CheckArgs& args) {
 int RunBaselineCommand(const BaselineArgs& args) {
   RequireOutsideRun("--out", args.out_path, args.run_dir);
   Baseline baseline;
+  const RunReadLock lock(args.run_dir);  // Note [Reading a live run]
   baseline.run = LoadRun(args.run_dir);
   baseline.tolerances = args.tolerances;
   WriteFlaggedFile("--out", args.out_path,

@@ -26,6 +26,10 @@ namespace {
 
 // After a failure, the other ranks get SIGTERM, then SIGKILL after this.
 constexpr auto kStopGrace = std::chrono::seconds(5);
+// Before that, this long to fail on their own: a rank's death resets its
+// peers' connections, and they exit at once with their own message, which
+// their recovered reports then name ("exited with code 3").
+constexpr auto kPeerGrace = std::chrono::seconds(1);
 
 struct Child {
   pid_t pid = -1;
@@ -33,6 +37,9 @@ struct Child {
   // Since when a signal has held it stopped (Note [Stopped ranks]).
   std::optional<std::chrono::steady_clock::time_point> stopped_since;
   int stop_signal = 0;
+  // How it ended, as a recovered report names it (post_mortem.killed_by):
+  // "signal 9 (Killed)", "exited with code 3", "stopped by the launcher".
+  std::string ending;
 };
 
 // Note [Launcher signals]
@@ -128,6 +135,10 @@ std::optional<std::string> OutOfMemoryOf(const std::string& out_dir, int rank,
   }
 }
 
+std::string SignalName(int sig) {
+  return "signal " + std::to_string(sig) + " (" + ::strsignal(sig) + ")";
+}
+
 std::string Describe(int status) {
   if (WIFEXITED(status)) {
     return "exited with code " + std::to_string(WEXITSTATUS(status));
@@ -147,6 +158,39 @@ int RankOf(const std::vector<Child>& children, pid_t pid) {
   return -1;
 }
 
+// How a rank reaped with `status` ended; `stopped`: the launcher sent it
+// SIGTERM (and SIGKILL after the grace period).
+std::string HowItEnded(int status, bool stopped) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    if (stopped && (sig == SIGTERM || sig == SIGKILL)) {
+      return "stopped by the launcher";
+    }
+    return SignalName(sig);
+  }
+  return Describe(status);
+}
+
+// Reaps the ranks that exit on their own within kPeerGrace.
+void AwaitPeers(std::vector<Child>& children) {
+  const auto deadline = std::chrono::steady_clock::now() + kPeerGrace;
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool any = false;
+    for (Child& child : children) {
+      if (!child.running) continue;
+      int status = 0;
+      if (::waitpid(child.pid, &status, WNOHANG) == child.pid) {
+        child.running = false;
+        child.ending = HowItEnded(status, /*stopped=*/false);
+      } else {
+        any = true;
+      }
+    }
+    if (!any) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 // SIGTERM every running rank, SIGKILL what is left after the grace period,
 // and reap them all.
 void StopAll(std::vector<Child>& children) {
@@ -164,6 +208,7 @@ void StopAll(std::vector<Child>& children) {
       int status = 0;
       if (::waitpid(child.pid, &status, WNOHANG) == child.pid) {
         child.running = false;
+        child.ending = HowItEnded(status, /*stopped=*/true);
       } else {
         any = true;
       }
@@ -177,10 +222,6 @@ void StopAll(std::vector<Child>& children) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-}
-
-std::string SignalName(int sig) {
-  return "signal " + std::to_string(sig) + " (" + ::strsignal(sig) + ")";
 }
 
 // Note [Stopped ranks]
@@ -249,7 +290,6 @@ int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
   ::close(store.fd);  // rank 0 has it
   int left = world_size;
   std::string failure;
-  std::map<int, std::string> killed_by;  // ranks that died by a signal
   while (left > 0 && failure.empty()) {
     int status = 0;
     // Polled, so that a stop signal arriving at any moment is seen within
@@ -291,9 +331,9 @@ int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
       continue;
     }
     child.running = false;
+    child.ending = HowItEnded(status, /*stopped=*/false);
     --left;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
-    if (WIFSIGNALED(status)) killed_by[rank] = SignalName(WTERMSIG(status));
     failure = "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) +
               ") " +
               OutOfMemoryOf(out_dir, rank, pid).value_or(Describe(status));
@@ -302,20 +342,29 @@ int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
       failure = *stopped + "; then " + failure;
     }
   }
-  if (left > 0) StopAll(children);
+  if (left > 0) {
+    if (!failure.empty()) AwaitPeers(children);
+    StopAll(children);
+  }
   if (!failure.empty()) {
-    // Note [Post-mortem]: a rank killed mid-run leaves its capture; the
-    // ranks stopped here leave theirs.
-    for (int r = 0; r < world_size; ++r) {
-      killed_by.emplace(r, "stopped by the launcher");
-    }
-    RecoverKilledRanks(out_dir, killed_by, std::cerr);
-    // What the ranks wrote, rendered: the out-of-memory breakdown and
-    // verdict, or the recovered ranks, lead the reports.
+    // Note [Post-mortem]: a rank killed mid-run leaves its capture, and so
+    // do the ranks stopped here and those that failed on their own; the
+    // reports are rendered from what was recovered and written.
+    std::map<int, std::string> endings;
+    for (int r = 0; r < world_size; ++r) endings[r] = children[r].ending;
+    const int recovered = RecoverKilledRanks(out_dir, endings, std::cerr);
+    // What the ranks wrote and what was recovered, rendered: the
+    // out-of-memory breakdown and verdict, or the recovered ranks, lead the
+    // reports.
     try {
       RenderRunReports(LoadRunView(out_dir), std::cout, std::cerr);
-    } catch (const std::runtime_error&) {
-      // No rank wrote a readable report: the failure below says why.
+    } catch (const std::runtime_error& e) {
+      // No readable set of reports: the failure below says why.
+      if (recovered > 0) {
+        std::cerr << "memprof: " << e.what()
+                  << "; once fixed, run memprof report --run " << out_dir
+                  << "\n";
+      }
     }
     throw RunFailure(failure + "; the other ranks were stopped");
   }

@@ -1,7 +1,9 @@
 // The local launcher: `memprof profile --world-size N` without torchrun's
 // variables starts N ranks itself, as child processes of this binary
 // rendezvousing on 127.0.0.1 (Note [Store socket]), and waits for them. When
-// a rank fails, the others are stopped and the failure is reported by rank;
+// a rank fails, the others get a second to fail on their own, then are
+// stopped; the failure is reported by rank, the reports of the ranks that
+// left a capture are recovered (Note [Post-mortem]) and rendered;
 // a rank stopped by a signal (SIGSTOP) is named as the one that stopped
 // answering (Note [Stopped ranks]).
 #pragma once

@@ -1,6 +1,7 @@
 #include "profiler/cli/post_mortem.h"
 
 #include <filesystem>
+#include <optional>
 #include <regex>
 #include <stdexcept>
 
@@ -9,9 +10,51 @@
 #include "profiler/base/human_bytes.h"
 #include "profiler/capture/capture_file.h"
 #include "profiler/report/rank_report.h"
+#include "profiler/report/report_text.h"
 #include "profiler/train/rank_run.h"
 
 namespace memprof {
+namespace {
+
+// Why the report at `report_path` is not the one the session that wrote
+// `capture_path` wrote, or recovered from it (another run's, another
+// process's, unreadable); nullopt when it is, or when the capture cannot
+// tell.
+std::optional<std::string> OtherSession(const std::string& report_path,
+                                        const std::string& capture_path) {
+  int64_t pid = 0, begin_unix_us = 0;
+  try {
+    const CaptureReader capture(capture_path);
+    begin_unix_us = capture.header().begin_unix_us;
+    const nlohmann::ordered_json meta = nlohmann::ordered_json::parse(
+        capture.header().meta_json, nullptr, false);
+    if (!meta.is_object() || !meta.contains("context") ||
+        !meta["context"].is_object() || !meta["context"].contains("pid") ||
+        !meta["context"]["pid"].is_number_integer()) {
+      return std::nullopt;
+    }
+    pid = meta["context"]["pid"].get<int64_t>();
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+  try {
+    const RankReport report = ReadRankReport(report_path);
+    if (report.context.pid != pid) {
+      return "written by pid " + std::to_string(report.context.pid) +
+             ", the capture by pid " + std::to_string(pid);
+    }
+    if (report.context.session_start_unix_us != begin_unix_us) {
+      return "of a session that began at " +
+             std::to_string(report.context.session_start_unix_us) +
+             " us, the capture's at " + std::to_string(begin_unix_us) + " us";
+    }
+    return std::nullopt;
+  } catch (const InputError& e) {
+    return std::string("unreadable: ") + e.what();
+  }
+}
+
+}  // namespace
 
 int RecoverKilledRanks(const std::string& dir,
                        const std::map<int, std::string>& killed_by,
@@ -25,21 +68,34 @@ int RecoverKilledRanks(const std::string& dir,
     const std::string name = entry.path().filename().string();
     if (!std::regex_match(name, match, kCapture)) continue;
     const int rank = std::stoi(match[1].str());
-    if (fs::exists(RankReportPath(dir, rank))) continue;
+    const std::string report_path = RankReportPath(dir, rank);
+    if (fs::exists(report_path)) {
+      const std::optional<std::string> other =
+          OtherSession(report_path, entry.path().string());
+      if (!other) continue;  // the rank's own report
+      err << "memprof: rank " << rank << ": " << report_path
+          << " is not the report of " << name << " (" << *other
+          << "); recovering it from " << name << "\n";
+    }
     const auto signal = killed_by.find(rank);
     try {
       const RankReport report = RecoverRankReport(
           entry.path().string(),
           signal == killed_by.end() ? "unknown" : signal->second);
-      WriteFileAtomically(RankReportPath(dir, rank),
-                          ToJson(report).dump(2) + "\n");
+      WriteFileAtomically(report_path, ToJson(report).dump(2) + "\n");
       const PostMortemFigures& p = *report.post_mortem;
-      err << "memprof: rank " << rank << " killed (" << p.killed_by
-          << "): recovered " << RankReportPath(dir, rank) << " from " << name
-          << ": " << HumanBytes(Sum(p.live_bytes))
-          << " live at its last recorded event (step " << p.step << ", "
-          << PhaseName(p.phase) << "), highest live total "
-          << HumanBytes(report.run_peak.total_bytes) << "\n";
+      err << "memprof: rank " << rank << " " << EndingOf(p.killed_by)
+          << ": recovered " << report_path << " from " << name << ": "
+          << HumanBytes(Sum(p.live_bytes)) << " live at its last recorded "
+          << "event (" << LastMomentOf(report) << "), highest live total "
+          << HumanBytes(report.run_peak.total_bytes)
+          << (p.cut_short
+                  ? "; " + name +
+                        " was cut short: these are the "
+                        "figures of its " +
+                        std::to_string(p.records) + " records before the cut"
+                  : "")
+          << "\n";
       ++recovered;
     } catch (const std::runtime_error& e) {  // InputError included
       err << "memprof: rank " << rank << ": cannot recover from " << name

@@ -182,12 +182,12 @@ std::vector<RankReport> RunThisRank(const RunConfig& config,
 // (released by the kernel however it ends): a second run into DIR is
 // refused with exit 2 instead of mixing its files in. Holding the lock, it
 // removes what an earlier run left there (rank-<r>.json, capture-<r>.bin,
-// snapshot-<r>.json
-// or .pickle,
-// summary.json, report.md, report.html, trace.json), so that a 1-rank run
-// after a 2-rank one does not leave rank-1.json for `memprof report` to
-// read. Ranks started by torchrun, srun or mpirun share one --out per
-// machine and are neither locked nor cleaned here.
+// snapshot-<r>.json or .pickle, summary.json, report.md, report.html,
+// trace.json, and the temporaries of any of them, NAME.tmp.<pid>, that a
+// process killed while writing left), so that a 1-rank run after a 2-rank
+// one does not leave rank-1.json for `memprof report` to read. Ranks started by
+// torchrun, srun or mpirun share one --out per machine and are neither locked
+// nor cleaned here.
 void ClaimOutputDirectory(const std::string& dir) {
   const fs::path lock_path = fs::path(dir) / ".memprof.lock";
   const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -203,13 +203,12 @@ void ClaimOutputDirectory(const std::string& dir) {
         lock_path.string() + "); wait for it to end or choose another --out");
   }
   // Kept open, so locked, until the process ends.
-  static const std::regex kRankFile(
-      "rank-[0-9]+\\.json|snapshot-[0-9]+\\.(json|pickle)|capture-[0-9]+\\."
-      "bin");
+  static const std::regex kRunFile(
+      "(rank-[0-9]+\\.json|snapshot-[0-9]+\\.(json|pickle)|capture-[0-9]+\\."
+      "bin|summary\\.json|report\\.md|report\\.html|trace\\.json)(\\.tmp\\.["
+      "0-9]+)?");
   for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, kRankFile) || name == "summary.json" ||
-        name == "report.md" || name == "report.html" || name == "trace.json") {
+    if (std::regex_match(entry.path().filename().string(), kRunFile)) {
       fs::remove(entry.path());
     }
   }

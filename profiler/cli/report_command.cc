@@ -5,10 +5,12 @@
 
 #include "profiler/base/errors.h"
 #include "profiler/cli/post_mortem.h"
+#include "profiler/cli/run_lock.h"
 
 namespace memprof {
 
 int RunReportCommand(const ReportArgs& args) {
+  const RunReadLock lock(args.run_dir);             // Note [Reading a live run]
   RecoverKilledRanks(args.run_dir, {}, std::cerr);  // Note [Post-mortem]
   return RenderRunReports(LoadRunView(args.run_dir), std::cout, std::cerr);
 }

@@ -57,6 +57,7 @@ Json PostMortemJson(const std::optional<PostMortemFigures>& p) {
   return Json{{"killed_by", p->killed_by},
               {"records", p->records},
               {"torn_record_dropped", p->torn_record_dropped},
+              {"cut_short", p->cut_short},
               {"last_seq", p->last_seq},
               {"step", p->step},
               {"phase", PhaseName(p->phase)},

@@ -193,9 +193,15 @@ struct HookFigures {
 // was recovered from its capture file (Note [Post-mortem]); the highest
 // live total is run_peak, the live bytes at the end are categories.end.
 struct PostMortemFigures {
-  std::string killed_by;  // "SIGKILL", "signal 6"; "unknown" when not told
-  int64_t records = 0;    // committed records read
+  // How the rank ended: "signal 9 (Killed)", "stopped by the launcher",
+  // "exited with code 3" (on its own, without its report); "unknown" when
+  // not told.
+  std::string killed_by;
+  int64_t records = 0;  // committed records read
   bool torn_record_dropped = false;
+  // The capture file ends before records it should hold (since 1.8): the
+  // figures are those before the cut (Note [Damaged capture]).
+  bool cut_short = false;
   int64_t last_seq = 0;  // the last recorded event
   int step = 0;          // the step and phase in force then
   Phase phase = Phase::kIdle;

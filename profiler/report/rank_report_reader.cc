@@ -125,6 +125,8 @@ class RankReportReader {
     f.killed_by = r_.String(p, where, "killed_by");
     f.records = r_.Bytes(p, where, "records");
     f.torn_record_dropped = r_.Bool(p, where, "torn_record_dropped");
+    f.cut_short = Optional(p, "cut_short", false,  // since 1.8
+                           [&] { return r_.Bool(p, where, "cut_short"); });
     f.last_seq = Seq(p, where, "last_seq");
     f.step = Int(p, where, "step", 0);
     f.phase = PhaseOf(p, where, "phase");

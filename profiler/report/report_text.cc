@@ -424,6 +424,21 @@ std::string OutOfMemoryMessage(const OutOfMemoryFigures& oom) {
                     std::to_string(oom.limit_bytes) + " B) --memory-limit");
 }
 
+std::string EndingOf(const std::string& killed_by) {
+  if (killed_by.rfind("exited", 0) == 0) {
+    return killed_by + " before writing its report";
+  }
+  return "killed (" + killed_by + ")";
+}
+
+std::string LastMomentOf(const RankReport& rank) {
+  const PostMortemFigures& p = *rank.post_mortem;
+  const std::string phase(PhaseName(p.phase));
+  if (p.step != 0) return "step " + std::to_string(p.step) + ", " + phase;
+  if (rank.steps.empty()) return "set-up, " + phase;
+  return "after step " + std::to_string(rank.steps.back().step) + ", " + phase;
+}
+
 std::string OutOfMemorySentence(const OutOfMemoryFigures& oom) {
   return OutOfMemoryMessage(oom) + " (" + FitVerdictSentence(oom.fit) + ")";
 }
@@ -453,14 +468,17 @@ ReportText BuildReportText(const RunView& view) {
                " " + HumanBytes(p.live_bytes[Index(c)]);
     }
     text.killed.push_back(
-        RankHeader(rank) + ": killed (" + p.killed_by +
-        "), recovered from the capture: " + HumanBytes(Sum(p.live_bytes)) +
-        " live at its last recorded event (step " + std::to_string(p.step) +
-        ", " + std::string(PhaseName(p.phase)) + "; " + parts +
-        "); highest live total " + HumanBytes(rank.run_peak.total_bytes) +
-        " (step " + std::to_string(rank.run_peak.step) + ", " +
+        RankHeader(rank) + ": " + EndingOf(p.killed_by) +
+        ", recovered from the capture: " + HumanBytes(Sum(p.live_bytes)) +
+        " live at its last recorded event (" + LastMomentOf(rank) + "; " +
+        parts + "); highest live total " +
+        HumanBytes(rank.run_peak.total_bytes) + " (step " +
+        std::to_string(rank.run_peak.step) + ", " +
         std::string(PhaseName(rank.run_peak.phase)) + ")" +
         (p.torn_record_dropped ? "; a torn last record was dropped" : "") +
+        (p.cut_short ? "; the capture file was cut short: these are the "
+                       "figures of the records before the cut"
+                     : "") +
         ".");
   }
   for (const RankReport& rank : view.ranks) {

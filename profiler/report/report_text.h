@@ -47,4 +47,13 @@ std::string OutOfMemoryMessage(const OutOfMemoryFigures& oom);
 // console and the launcher.
 std::string OutOfMemorySentence(const OutOfMemoryFigures& oom);
 
+// A recovered rank's ending, from post_mortem.killed_by: "killed (signal 9
+// (Killed))", "killed (stopped by the launcher)", "exited with code 3
+// before writing its report", "killed (unknown)".
+std::string EndingOf(const std::string& killed_by);
+// The moment of a recovered rank's last recorded event: "step 3,
+// backward", "set-up, ddp_init", or "after step 5, audit" (a rank that
+// went past its last step).
+std::string LastMomentOf(const RankReport& rank);
+
 }  // namespace memprof

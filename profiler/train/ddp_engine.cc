@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include <c10/util/Logging.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -32,6 +33,8 @@ constexpr int64_t kFirstBucketBytes = 1024 * 1024;
 constexpr int64_t kBroadcastBucketBytes = 250 * 1024 * 1024;
 // The rendezvous waits at most this long (or timeout_s when shorter).
 constexpr int64_t kRendezvousTimeoutS = 60;
+// FLAGS_caffe2_log_level of LibTorch's ERROR: no warnings.
+constexpr int kLogErrorsOnly = 2;
 
 // Note [Settled collectives]
 // Gloo's worker thread completes a collective's future before it drops its
@@ -239,6 +242,10 @@ constexpr auto kAnswerGrace = std::chrono::seconds(3);
 
 std::string ProcessGroup::UnansweringPeers() {
   if (impl_->size == 1) return "";
+  // A store whose host is gone makes its client log each failed send with
+  // LibTorch's stack trace, a dozen lines before this rank's message that
+  // names the failure: from here on, LibTorch logs errors only.
+  FLAGS_caffe2_log_level = std::max(FLAGS_caffe2_log_level, kLogErrorsOnly);
   const c10::intrusive_ptr<c10d::Store> store = impl_->store;
   const int rank = impl_->rank, size = impl_->size;
   const auto key = [](int r) { return "memprof/failed/" + std::to_string(r); };

@@ -54,8 +54,9 @@ std::optional<CheckpointingFigures> CheckpointingOf(const RankRun& run) {
 }
 
 // Every step: its record from the loop, or, for a rank recovered from its
-// capture (no records), its time from the marks, cut short when last. A
-// step cut short is never in the steady state: its figures are partial.
+// capture (no records), its time from the marks, cut short when last
+// unless the rank went past it (its last mark is after the loop: step 0).
+// A step cut short is never in the steady state: its figures are partial.
 std::vector<StepReport> StepsOf(const RankRun& run) {
   const Analysis& a = run.analysis;
   std::vector<StepReport> steps;
@@ -72,7 +73,7 @@ std::vector<StepReport> StepsOf(const RankRun& run) {
       step.recompute_seconds = record.recompute_seconds;
       step.loss = record.loss;
     } else {
-      step.completed = i + 1 < a.step_peaks.size();
+      step.completed = i + 1 < a.step_peaks.size() || a.last_mark.step == 0;
       step.seconds = static_cast<double>(peak.end_ns - peak.begin_ns) * 1e-9;
     }
     step.steady_state = step.completed && step.step >= a.steady_first_step;
@@ -221,6 +222,7 @@ RankReport RecoverRankReport(const std::string& capture_path,
   post.killed_by = killed_by;
   post.records = a.records;
   post.torn_record_dropped = a.torn_record;
+  post.cut_short = a.cut_short;
   post.last_seq = a.end_seq - 1;
   post.step = a.last_mark.step;
   post.phase = a.last_mark.phase;

@@ -39,7 +39,7 @@ inline Capture WriteCapture(std::vector<Lifetime> blocks,
     if (blocks[i].address == 0) blocks[i].address = 0x10000 + 0x100 * i;
   }
   CaptureWriter writer;
-  writer.Open(path, begin_seq, 0, "{}");
+  writer.Open(path, begin_seq, /*begin_unix_us=*/1, "{}");
   size_t m = 0;
   const auto tag = [](const Lifetime& b, Category c, uint8_t flags) {
     return Tag(b.bytes, c, flags);

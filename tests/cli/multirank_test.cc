@@ -336,11 +336,20 @@ TEST_F(MultiRankTest, ARunOwnsItsOutputDirectory) {
                 .exit_code,
             0);
   ASSERT_TRUE(fs::exists(fs::path(dir) / "rank-1.json"));
+  // What a process killed while writing leaves: empty temporaries.
+  for (const char* name : {"rank-1.json.tmp.4242", "report.md.tmp.4243",
+                           "snapshot-1.json.tmp.4244"}) {
+    std::ofstream(fs::path(dir) / name);
+  }
   const CommandResult solo =
       RunMemprof(std::string("profile --config ") + kTiny + " --out " + dir);
   ASSERT_EQ(solo.exit_code, 0) << solo.output;
   EXPECT_FALSE(fs::exists(fs::path(dir) / "rank-1.json"));
   EXPECT_FALSE(fs::exists(fs::path(dir) / "snapshot-1.json"));
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos)
+        << entry.path() << " left from an earlier run";
+  }
   EXPECT_EQ(Read(dir + "/rank-0.json")["context"]["world_size"], 1);
   const CommandResult report = RunMemprof("report --run " + dir);
   EXPECT_EQ(report.exit_code, 0) << report.output;
@@ -498,6 +507,42 @@ TEST_F(MultiRankTest, ARankKilledMidRunStopsTheJobAndIsNamed) {
             std::string::npos)
       << output;
   EXPECT_LT(seconds, 30.0) << output;
+}
+
+// Note [Post-mortem]: when rank 0 dies, its peer fails with memprof's one
+// line (no LibTorch stack trace before it), each rank's report is
+// recovered and says how that rank ended (rank 1 exited on its own when it
+// printed its own failure, else the launcher stopped it), and the run's
+// reports are rendered from them.
+TEST_F(MultiRankTest, ADeadRankZeroLeavesLabelledReportsAndNoStackTrace) {
+  std::vector<pid_t> ranks;
+  std::string output;
+  FILE* pipe = StartLongRun(Out("dead0"), ranks, output);
+  ASSERT_NE(pipe, nullptr);
+  ASSERT_EQ(ranks.size(), 2u) << output;
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // mid-training
+  ASSERT_EQ(::kill(ranks[0], SIGKILL), 0);
+  char line[4096];
+  while (std::fgets(line, sizeof line, pipe) != nullptr) output += line;
+  const int status = ::pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_EQ(WEXITSTATUS(status), 3) << output;
+  EXPECT_EQ(output.find("Exception raised from"), std::string::npos) << output;
+  EXPECT_EQ(output.find("frame #"), std::string::npos) << output;
+  const fs::path out = Out("dead0");
+  ASSERT_TRUE(fs::exists(out / "rank-0.json")) << output;
+  ASSERT_TRUE(fs::exists(out / "rank-1.json")) << output;
+  EXPECT_EQ(Read((out / "rank-0.json").string())["post_mortem"]["killed_by"],
+            "signal 9 (Killed)");
+  const bool on_its_own =
+      output.find("memprof: rank 1 on ") != std::string::npos;
+  EXPECT_EQ(Read((out / "rank-1.json").string())["post_mortem"]["killed_by"],
+            on_its_own ? "exited with code 3" : "stopped by the launcher")
+      << output;
+  EXPECT_TRUE(fs::exists(out / "report.md")) << output;
+  EXPECT_NE(output.find("reports: " + out.string() + "/report.md"),
+            std::string::npos)
+      << output;
 }
 
 TEST_F(MultiRankTest, ARankOutOfMemoryIsNamedAndTheJobExitsThree) {

@@ -103,4 +103,42 @@ PY
     { echo "torn $torn: misread"; exit 1; }
   echo "torn $torn: dropped; the figures are the untorn capture's"
 done
+
+# A rank killed after its last step: its last mark is the audit's (step 0).
+# That step is complete, and the report says the rank was past it.
+dir="$work/after-last-step"
+mkdir -p "$dir"
+cp "$last/capture-0.bin" "$dir/"
+python3 - "$dir/capture-0.bin" "$here" <<'PY'
+import struct, sys
+sys.path.insert(0, sys.argv[2])
+from replay_capture import MARK, PHASES, check, records
+path = sys.argv[1]
+data = bytearray(open(path, "rb").read())
+window = 1 << 20
+spilled = struct.unpack("<q", data[32:40])[0]
+at = 4096 + (spilled % 2) * window
+while any(data[at:at + 32]):
+    at += 32
+last = [r for r in records(bytes(data)) if r[0] != "torn"]
+seq, _, _, kind = last[-1]
+marks = [r for r in last if r[3] == MARK]
+seq += 1 if kind in (1, 2, 6) else 0  # alloc, free, refusal take a seq
+a, b = PHASES.index("audit"), marks[-1][2] + 1000
+data[at:at + 32] = struct.pack("<QQQQ", seq, a, b, check(MARK, seq, a, b))
+open(path, "wb").write(bytes(data))
+PY
+"$memprof" report --run "$dir" >"$dir/report.log" 2>&1 ||
+  { echo "after the last step: memprof report failed"; cat "$dir/report.log"; exit 1; }
+python3 - "$dir/rank-0.json" "$dir/report.md" <<'PY' ||
+import json, sys
+rank = json.load(open(sys.argv[1]))
+last = rank["steps"][-1]
+assert last["completed"], "the last step is marked incomplete"
+assert rank["post_mortem"]["phase"] == "audit", rank["post_mortem"]
+moment = "after step %d, audit" % last["step"]
+assert moment in open(sys.argv[2]).read(), "report.md does not say " + moment
+PY
+  { echo "after the last step: misread"; exit 1; }
+echo "after the last step: every step complete, the rank past the last"
 echo "post-mortem: $runs kills and 2 torn records, every breakdown exact"

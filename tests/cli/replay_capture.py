@@ -5,12 +5,14 @@ Reads capture-<r>.bin record by record (the spilled windows, then the
 ring window after them), written from the format's description alone (no
 memprof code), and prints as JSON the bytes live by
 category after the last committed record, the step and phase in force,
-the number of committed records and whether a torn record followed them.
+the number of committed records and whether a torn record followed them;
+with --records N, after the first N records only (a prefix of the
+session: what a capture cut short after N records must give).
 Blocks still pending at the end: activations when the last mark is a
 forward and they were allocated since it, unattributed otherwise (Note
 [Killed capture]); freed pending blocks were temporaries.
 
-    replay_capture.py CAPTURE
+    replay_capture.py CAPTURE [--records N]
 """
 import json
 import struct
@@ -58,7 +60,7 @@ def records(data):
     yield "torn", False, 0, 0
 
 
-def main(path):
+def main(path, limit=None):
     data = open(path, "rb").read()
     assert data[:8] == b"MPCAPT02", "not a capture"
     live = {}  # address -> [alloc seq, bytes, category]
@@ -67,6 +69,8 @@ def main(path):
     for seq, a, b, kind in records(data):
         if seq == "torn":
             torn = a
+            break
+        if count == limit:
             break
         count += 1
         category = (b >> 48) & 0xFF
@@ -101,4 +105,6 @@ def main(path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1],
+         int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[2] == "--records"
+         else None)
