@@ -171,22 +171,28 @@ std::string HowItEnded(int status, bool stopped) {
   return Describe(status);
 }
 
+// Reaps the ranks that have exited, each ending named as stopped by the
+// launcher or not; true while any still runs.
+bool ReapExited(std::vector<Child>& children, bool stopped) {
+  bool any = false;
+  for (Child& child : children) {
+    if (!child.running) continue;
+    int status = 0;
+    if (::waitpid(child.pid, &status, WNOHANG) == child.pid) {
+      child.running = false;
+      child.ending = HowItEnded(status, stopped);
+    } else {
+      any = true;
+    }
+  }
+  return any;
+}
+
 // Reaps the ranks that exit on their own within kPeerGrace.
 void AwaitPeers(std::vector<Child>& children) {
   const auto deadline = std::chrono::steady_clock::now() + kPeerGrace;
   while (std::chrono::steady_clock::now() < deadline) {
-    bool any = false;
-    for (Child& child : children) {
-      if (!child.running) continue;
-      int status = 0;
-      if (::waitpid(child.pid, &status, WNOHANG) == child.pid) {
-        child.running = false;
-        child.ending = HowItEnded(status, /*stopped=*/false);
-      } else {
-        any = true;
-      }
-    }
-    if (!any) return;
+    if (!ReapExited(children, /*stopped=*/false)) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
@@ -202,18 +208,7 @@ void StopAll(std::vector<Child>& children) {
   const auto deadline = std::chrono::steady_clock::now() + kStopGrace;
   bool killed = false;
   while (true) {
-    bool any = false;
-    for (Child& child : children) {
-      if (!child.running) continue;
-      int status = 0;
-      if (::waitpid(child.pid, &status, WNOHANG) == child.pid) {
-        child.running = false;
-        child.ending = HowItEnded(status, /*stopped=*/true);
-      } else {
-        any = true;
-      }
-    }
-    if (!any) return;
+    if (!ReapExited(children, /*stopped=*/true)) return;
     if (!killed && std::chrono::steady_clock::now() > deadline) {
       for (const Child& child : children) {
         if (child.running) ::kill(child.pid, SIGKILL);
