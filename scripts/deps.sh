@@ -143,7 +143,7 @@ memprof_install_torch() {
     --no-deps --only-binary=:all: "${wheels[@]}" ||
     { echo "memprof: could not install ${wheels[*]} from PyPI (pip's message" \
         "above): memprof needs the LibTorch in the torch wheel, which needs" \
-        "access to pypi.org (and PIP_CERT where a proxy re-signs it) and a" \
+        "access to PyPI (and PIP_CERT where a proxy re-signs it) and a" \
         "Python for which PyPI has the wheel (3.10 to 3.14)" >&2
       return 1; }
   echo "${wheels[*]}" > "$stamp"

@@ -41,9 +41,12 @@ trap cleanup EXIT
 seconds() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { s = b - a; printf "%dm %04.1fs", s / 60, s % 60 }'; }
 
+# The archive this machine's own apt sources name (the first URIs line).
+mirror="$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/*.sources)"
+[ -n "$mirror" ] || { echo "fresh-debian-check: no URIs line in /etc/apt/sources.list.d/*.sources" >&2; exit 2; }
 echo "== debootstrap bookworm (minbase) into $root"
 t0="$(seconds)"
-debootstrap --variant=minbase bookworm "$root" http://deb.debian.org/debian \
+debootstrap --variant=minbase bookworm "$root" "$mirror" \
   > "$work/debootstrap.log" 2>&1 || { tail -20 "$work/debootstrap.log"; exit 3; }
 t1="$(seconds)"
 
