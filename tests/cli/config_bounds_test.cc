@@ -53,22 +53,24 @@ TEST_F(ConfigBounds, AConfigOverTheCapIsRefusedWithTheCap) {
 
 TEST_F(ConfigBounds, ATimeoutPastADayIsRefused) {
   for (const char* value : {"86401", "10000000000", "100000000000"}) {
-    EXPECT_EQ(ErrorOf({"--ddp.timeout_s", value}),
+    EXPECT_EQ(ErrorOf({"--config", kTiny, "--ddp.timeout_s", value}),
               std::string("--ddp.timeout_s: ddp.timeout_s must be at most "
                           "86400, got ") +
                   value);
   }
-  EXPECT_EQ(ParseProfileArgs({"--ddp.timeout_s", "86400"}).config.ddp.timeout_s,
+  EXPECT_EQ(ParseProfileArgs({"--config", kTiny, "--ddp.timeout_s", "86400"})
+                .config.ddp.timeout_s,
             86400);
 }
 
 TEST_F(ConfigBounds, ABucketCapPastATebibyteIsRefused) {
-  EXPECT_EQ(ErrorOf({"--ddp.bucket_cap_mb", "1e300"}),
+  EXPECT_EQ(ErrorOf({"--config", kTiny, "--ddp.bucket_cap_mb", "1e300"}),
             "--ddp.bucket_cap_mb: ddp.bucket_cap_mb must be at most 1048576 "
             "(1 TiB), got 1e+300");
-  EXPECT_EQ(ParseProfileArgs({"--ddp.bucket_cap_mb", "1048576"})
-                .config.ddp.bucket_cap_mb,
-            1048576);
+  EXPECT_EQ(
+      ParseProfileArgs({"--config", kTiny, "--ddp.bucket_cap_mb", "1048576"})
+          .config.ddp.bucket_cap_mb,
+      1048576);
 }
 
 // 34 billion fp32 parameters: the model state of 2^24 ranks added up is
@@ -78,7 +80,7 @@ TEST_F(ConfigBounds, AWorldWhoseTotalsOverflowIsRefusedByPredictAndFit) {
   const std::string big = (dir_ / "big.ini").string();
   WriteFile(big,
             "model = mlp\n[mlp]\ninput = 65536\nhidden = 65536\ndepth = 8\n"
-            "output = 10\n");
+            "output = 10\n[train]\nmicro_batch = 8\n");
   for (const std::string command :
        {"predict --config " + big + " --world-size 16777216",
         "fit --config " + big + " --budget 80GiB --world-size 16777216"}) {
