@@ -28,6 +28,7 @@
 #include "profiler/gate/regression_check.h"
 #include "profiler/report/rank_report.h"
 #include "profiler/report/report_text.h"
+#include "profiler/report/run_files.h"
 #include "profiler/report/run_reports.h"
 #include "profiler/report/summary.h"
 #include "profiler/train/ddp_engine.h"
@@ -203,14 +204,12 @@ void ClaimOutputDirectory(const std::string& dir) {
         lock_path.string() + "); wait for it to end or choose another --out");
   }
   // Kept open, so locked, until the process ends.
-  static const std::regex kRunFile(
-      "(rank-[0-9]+\\.json|snapshot-[0-9]+\\.(json|pickle)|capture-[0-9]+\\."
-      "bin|summary\\.json|report\\.md|report\\.html|trace\\.json)(\\.tmp\\.["
-      "0-9]+)?");
+  static const std::regex kTemporary("(.*)\\.tmp\\.[0-9]+");
   for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
-    if (std::regex_match(entry.path().filename().string(), kRunFile)) {
-      fs::remove(entry.path());
-    }
+    std::string name = entry.path().filename().string();
+    std::smatch written;
+    if (std::regex_match(name, written, kTemporary)) name = written[1].str();
+    if (IsRunFileName(name)) fs::remove(entry.path());
   }
 }
 
