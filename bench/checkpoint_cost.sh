@@ -5,8 +5,8 @@
 # and at most), the steady-state peak, and the median steady-state step
 # time of each, with their ratio and the reruns' share of the step.
 #   bench/checkpoint_cost.sh [REPS] [memprof profile flags ...]
-# Default: gpt2-small at T = 256, B = 2, 5 steps, 2 repetitions (the README's
-# figures); the byte figures are identical from repetition to repetition.
+# Default: gpt2-small at T = 256, B = 2, 5 steps, 2 repetitions (the figures of
+# docs/mixed-precision-and-checkpointing.md); the byte figures are identical from repetition to repetition.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 reps="${1:-2}"

@@ -6,7 +6,7 @@
 // and pass the regression gate against itself; everything else must be
 // refused with InputError. Another exception, a crash, a sanitizer report
 // or a trap is a bug. Built and run by fuzz/CMakeLists.txt and
-// tests/CMakeLists.txt; a longer run: README "Memory regression in CI".
+// tests/CMakeLists.txt; a longer run: docs/internals.md "Fuzzing the readers".
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -294,7 +294,7 @@ void AddResnetSaved(SizeTable& t, const ResnetConfig& c, int64_t b,
 // weight in its own layout and the weight gradient, plus three gradients of
 // the last block's output size. Measured on oneDNN convolutions; at 1x1 or
 // 2x2 last-stage maps oneDNN adds a backward-weights scratchpad (per
-// thread) that this table does not predict (README "Prediction"). Reads the
+// thread) that this table does not predict (docs/prediction.md). Reads the
 // parameter rows already in `t`.
 void AddResnetBackwardPeak(SizeTable& t, const ResnetConfig& c, int64_t b,
                            const ResnetStages& stages,

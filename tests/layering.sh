@@ -9,7 +9,7 @@ root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
 cd "$root"
 
 # Folder -> the folders it may include (besides itself). Keep in step with
-# README "Architecture".
+# docs/internals.md "Architecture".
 declare -A allowed=(
   [base]=""
   [capture]="base"

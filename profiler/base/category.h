@@ -1,5 +1,6 @@
 // Categories and phases: the vocabulary every memprof figure is written in.
-// See DESIGN.md "Categories" and README "What each category means".
+// See DESIGN.md "Categories" and docs/reading-reports.md "What each category
+// means".
 #pragma once
 
 #include <array>

@@ -40,8 +40,8 @@
 // follow from seq and the marks), nor is a backend handle (the CPU hook
 // keeps its deleter outside the table). Instructions per pair are counted
 // by bench/instructions.sh and gated (ctest bench.hot_path_gate,
-// bench/hot_path_bound.txt); the designs tried and their costs are in the
-// README ("Hook overhead").
+// bench/hot_path_bound.txt); the designs tried and their costs are in
+// docs/internals.md ("Hook overhead").
 //
 // Locking: `lock_` guards every field declared after it. `begin_time_`
 // belongs to the thread that drives the training loop (BeginSession,

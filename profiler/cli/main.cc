@@ -1,6 +1,6 @@
 // memprof: where does each rank's memory go in a LibTorch training step?
-// Commands and exit codes: DESIGN.md "Commands"; README. This executable
-// does not load LibTorch: `profile` runs in memprof-profile.
+// Commands and exit codes: DESIGN.md "Commands"; docs/reference.md. This
+// executable does not load LibTorch: `profile` runs in memprof-profile.
 #include <unistd.h>
 
 #include <cerrno>

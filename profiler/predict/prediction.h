@@ -1,6 +1,6 @@
 // The analytic prediction of one rank's memory: a sum over the model's size
 // table (models/size_table.h) times the training multipliers. No tensor is
-// built. See README "Prediction".
+// built. See docs/prediction.md.
 #pragma once
 
 #include <cstdint>

@@ -481,7 +481,7 @@ TEST_F(FitMeasure, ConfirmsTheCheckpointingLeverWithARealRun) {
 // mlp-tiny at micro-batch 4096, whose activations dominate, one byte over
 // budget: the first lever one rank can confirm is bf16 autocast, and it
 // runs within the budget (with room for oneDNN's bfloat16 scratchpads,
-// which its prediction leaves out: README "Mixed precision").
+// which its prediction leaves out: docs/mixed-precision-and-checkpointing.md).
 TEST_F(FitMeasure, ConfirmsTheAutocastLeverWithARealRun) {
   const RunConfig plain =
       ParseFitArgs({"--config", kTiny, "--budget", "1"}).config;

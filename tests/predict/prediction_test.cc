@@ -1,6 +1,6 @@
 // The size tables and the prediction: pure arithmetic, no tensors. Published
-// parameter counts, the README's closed-form activation formulas, and the
-// model-state statement of `memprof predict`.
+// parameter counts, the closed-form activation formulas of
+// docs/prediction.md, and the model-state statement of `memprof predict`.
 #include "profiler/predict/prediction.h"
 
 #include <gtest/gtest.h>
@@ -44,9 +44,9 @@ TEST(SizeTable, GptParametersFollowTheClosedForm) {
   }
 }
 
-// The README's formula for GPT activations, fp32, no dropout: per layer
-// 64 BTd + 4 B h T^2 + 16 BT; outside the layers 8 BTd + 8 BT + 4 BTV + T^2
-// + 8 T + 8.
+// docs/prediction.md's formula for GPT activations, fp32, no dropout: per
+// layer 64 BTd + 4 B h T^2 + 16 BT; outside the layers
+// 8 BTd + 8 BT + 4 BTV + T^2 + 8 T + 8.
 int64_t GptActivationFormula(const GptConfig& c, int64_t b) {
   const int64_t t = c.seq_len, d = c.d_model, h = c.heads, v = c.vocab;
   return c.layers * (64 * b * t * d + 4 * b * h * t * t + 16 * b * t) +

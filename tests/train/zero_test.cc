@@ -93,7 +93,8 @@ TEST_P(ZeroAgainstPlain, ShardsTheOptimizerStateAndTrainsTheSame) {
               8 * z.partition_parameters[r]);
     // Every category predicted as at stage 0 (the peak is not checked: a
     // rank with a small partition peaks in backward, where the prediction
-    // misses the largest gradient's temporary; README "ZeRO-1").
+    // misses the largest gradient's temporary; docs/data-parallelism.md
+    // "ZeRO-1").
     for (Category exact :
          {Category::kWeights, Category::kGradients, Category::kOptimizerState,
           Category::kDdpBuckets, Category::kInputs, Category::kUnattributed}) {
