@@ -89,7 +89,8 @@ std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
              "use (" +
              rows(RowKind::kWeightCast) + " + " +
              rows(RowKind::kRecomputedCast) +
-             " rerun copies), most live at once (README \"Mixed precision\")";
+             " rerun copies), most live at once "
+             "(docs/mixed-precision-and-checkpointing.md)";
     case Category::kOptimizerState: {
       const bool sgd = config.train.optimizer == "sgd";
       if (sgd && config.train.momentum == 0) {
@@ -117,10 +118,10 @@ std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
                " held from forward (" + rows(RowKind::kSaved) +
                " tensors, one input per block), at most " +
                HumanBytes(p.bytes[Index(Category::kActivations)]) +
-               " with a block's rerun (README \"Prediction\")";
+               " with a block's rerun (docs/prediction.md)";
       }
       return rows(RowKind::kSaved) + " saved tensors at micro-batch " +
-             std::to_string(p.micro_batch) + " (README \"Prediction\")";
+             std::to_string(p.micro_batch) + " (docs/prediction.md)";
     case Category::kInputs:
       return rows(RowKind::kInput) + " batch tensors at micro-batch " +
              std::to_string(p.micro_batch);
