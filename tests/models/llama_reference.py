@@ -14,16 +14,16 @@ Usage (the wheel's Python: python3 with PYTHONPATH naming the torch wheel's
 site-packages):
 
   llama_reference.py CONFIG [--seq-len N] [--micro-batch B]
-                     [--dtype float32|bf16-autocast|bfloat16]
-                     [--arch llama|mistral|qwen2] [--tensors]
+                     [--dtype float32|bf16-autocast|bfloat16] [--tensors]
+                     [--max-weights-gib G]
 
 CONFIG is a memprof INI file (its [llama] keys; seq_len under [llama] and
 micro_batch under [train] unless given as flags) or a Hugging Face
 config.json (LlamaForCausalLM, MistralForCausalLM or Qwen2ForCausalLM;
---seq-len and --micro-batch are then required). --arch picks the bias rule:
-llama puts attention_bias on q, k, v and o; qwen2 biases q, k and v whatever
-attention_bias says; mistral has no biases. It defaults to the JSON's
-architecture, and to llama for an INI file. --dtype: float32 (default);
+--seq-len and --micro-batch are then required). Biases as memprof's keys
+say: attention_bias on q, k, v and o (Llama's); qkv_bias on q, k and v only
+(Qwen2ForCausalLM always, whatever attention_bias says); mlp_bias on gate,
+up and down; Mistral has none. --dtype: float32 (default);
 bf16-autocast (float32 weights, the forward under CPU autocast to bfloat16);
 bfloat16 (weights and activations in bfloat16).
 
@@ -45,7 +45,9 @@ Prints one JSON object:
 and with --tensors, "tensors": each saved storage with its block, shape,
 dtype, bytes and the op that saved it first.
 
-Exit 2 for a config it cannot read.
+Exit 2 for a config it cannot read, or whose weights are over
+--max-weights-gib (default 8), so that a 7B config does not exhaust the
+machine's memory.
 """
 
 import argparse
@@ -71,7 +73,7 @@ def fail(message):
 
 
 def read_config(path, args):
-    """The model keys, seq_len, micro-batch and bias rule of `path`."""
+    """The model keys, seq_len and micro-batch of `path`."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -95,8 +97,10 @@ def read_config(path, args):
                 c[key] = doc[key]
         c["head_dim"] = doc.get("head_dim")
         c["tie_word_embeddings"] = bool(doc.get("tie_word_embeddings", False))
-        c["attention_bias"] = bool(doc.get("attention_bias", False))
-        c["mlp_bias"] = bool(doc.get("mlp_bias", False))
+        c["attention_bias"] = (arch == "llama"
+                               and bool(doc.get("attention_bias", False)))
+        c["qkv_bias"] = arch == "qwen2"
+        c["mlp_bias"] = arch == "llama" and bool(doc.get("mlp_bias", False))
         c["rms_norm_eps"] = float(doc.get("rms_norm_eps", 1e-6))
         c["rope_theta"] = float(doc.get("rope_theta", 10000.0))
         seq_len, micro_batch = None, None
@@ -113,7 +117,8 @@ def read_config(path, args):
             for key in KEYS:
                 c[key] = s.getint(key)
             c["head_dim"] = s.getint("head_dim", fallback=None)
-            for key in ("tie_word_embeddings", "attention_bias", "mlp_bias"):
+            for key in ("tie_word_embeddings", "attention_bias", "qkv_bias",
+                        "mlp_bias"):
                 c[key] = s.getboolean(key, fallback=False)
             c["rms_norm_eps"] = s.getfloat("rms_norm_eps", fallback=1e-6)
             c["rope_theta"] = s.getfloat("rope_theta", fallback=10000.0)
@@ -125,14 +130,8 @@ def read_config(path, args):
         for key in KEYS:
             if c[key] is None:
                 fail(f"{path}: [llama] {key} is not set")
-        arch = "llama"
     if c["head_dim"] is None:
         c["head_dim"] = c["hidden_size"] // c["num_attention_heads"]
-    arch = args.arch or arch
-    if arch == "qwen2":
-        c["attention_bias"], c["mlp_bias"] = True, False
-    elif arch == "mistral":
-        c["attention_bias"], c["mlp_bias"] = False, False
     seq_len = args.seq_len or seq_len
     micro_batch = args.micro_batch or micro_batch
     if not seq_len or not micro_batch:
@@ -140,7 +139,7 @@ def read_config(path, args):
     if c["num_attention_heads"] % c["num_key_value_heads"]:
         fail(f"{path}: num_key_value_heads does not divide "
              "num_attention_heads")
-    return c, arch, seq_len, micro_batch
+    return c, seq_len, micro_batch
 
 
 class RMSNorm(nn.Module):
@@ -164,11 +163,12 @@ def rotate_half(x):
 
 
 class Attention(nn.Module):
-    def __init__(self, c, o_bias):
+    def __init__(self, c):
         super().__init__()
         d, hd = c["hidden_size"], c["head_dim"]
         h, kv = c["num_attention_heads"], c["num_key_value_heads"]
-        bias = c["attention_bias"]
+        o_bias = c["attention_bias"]
+        bias = o_bias or c["qkv_bias"]
         self.head_dim = hd
         self.q_proj = nn.Linear(d, h * hd, bias=bias)
         self.k_proj = nn.Linear(d, kv * hd, bias=bias)
@@ -206,10 +206,10 @@ class Mlp(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, c, o_bias):
+    def __init__(self, c):
         super().__init__()
         self.input_layernorm = RMSNorm(c["hidden_size"], c["rms_norm_eps"])
-        self.self_attn = Attention(c, o_bias)
+        self.self_attn = Attention(c)
         self.post_attention_layernorm = RMSNorm(c["hidden_size"],
                                                 c["rms_norm_eps"])
         self.mlp = Mlp(c)
@@ -220,13 +220,12 @@ class Block(nn.Module):
 
 
 class CausalLm(nn.Module):
-    def __init__(self, c, arch):
+    def __init__(self, c):
         super().__init__()
         d, v = c["hidden_size"], c["vocab_size"]
-        o_bias = arch == "llama" and c["attention_bias"]
         self.embed_tokens = nn.Embedding(v, d)
         self.layers = nn.ModuleList(
-            Block(c, o_bias) for _ in range(c["num_hidden_layers"]))
+            Block(c) for _ in range(c["num_hidden_layers"]))
         self.norm = RMSNorm(d, c["rms_norm_eps"])
         self.lm_head = nn.Linear(d, v, bias=False)
         if c["tie_word_embeddings"]:
@@ -293,13 +292,20 @@ def main():
     parser.add_argument("--micro-batch", type=int)
     parser.add_argument("--dtype", default="float32",
                         choices=("float32", "bf16-autocast", "bfloat16"))
-    parser.add_argument("--arch", choices=("llama", "mistral", "qwen2"))
     parser.add_argument("--tensors", action="store_true")
+    parser.add_argument("--max-weights-gib", type=float, default=8.0)
     args = parser.parse_args()
-    c, arch, seq_len, micro_batch = read_config(args.config, args)
+    c, seq_len, micro_batch = read_config(args.config, args)
 
+    with torch.device("meta"):
+        count = sum(p.numel() for p in CausalLm(c).parameters())
+    weight_bytes = count * (2 if args.dtype == "bfloat16" else 4)
+    if weight_bytes > args.max_weights_gib * 2**30:
+        fail(f"{args.config}: {count:,} parameters take "
+             f"{weight_bytes / 2**30:.1f} GiB, over --max-weights-gib "
+             f"{args.max_weights_gib:g}")
     torch.manual_seed(0)
-    model = CausalLm(c, arch)
+    model = CausalLm(c)
     if args.dtype == "bfloat16":
         model = model.to(torch.bfloat16)
     model.train()
@@ -376,7 +382,7 @@ def main():
         "saved_parameter_bytes": totals["parameter"],
         "saved_input_bytes": totals["input"],
         "parameters": sum(p.numel() for p in parameters),
-        "config": dict(c, arch=arch, seq_len=seq_len, micro_batch=micro_batch,
+        "config": dict(c, seq_len=seq_len, micro_batch=micro_batch,
                        dtype=args.dtype),
     }
     if args.tensors:
