@@ -199,7 +199,7 @@ TEST(HfConfigTest, RefusesWhatItCannotMapNamingTheFileAndField) {
           "n_layer": 2, "n_positions": 32, "vocab_size": 256)";
   const std::pair<std::string, std::string> cases[] = {
       {"{\"architectures\": [", "cfg.json: the file ends early (truncated?)"},
-      {"{\"architectures\": [\"LlamaForCausalLM\"],}",
+      {"{\"architectures\": [\"LlamaForCausalLM\"],, \"x\": 1}",
        "cfg.json: not valid JSON"},
       {"[1, 2]", "cfg.json: expected a JSON object, got an array"},
       {R"({"hidden_size": 64})", "cfg.json: missing 'architectures'"},
@@ -209,11 +209,11 @@ TEST(HfConfigTest, RefusesWhatItCannotMapNamingTheFileAndField) {
        "GPT2LMHeadModel"},
       {R"({"architectures": ["LlamaForCausalLM", "GPT2LMHeadModel"]})",
        "cfg.json: architectures: expected one architecture name"},
-      {R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64})",
-       "cfg.json: missing 'intermediate_size'"},
+      {R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2})",
+       "cfg.json: missing 'hidden_size'"},
       {llama + R"(, "hidden_size": "64"})",
        "cfg.json: hidden_size: expected an integer"},
-      {R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 0})",
+      {llama + R"(, "hidden_size": 0})",
        "cfg.json: hidden_size: expected an integer in [1, "},
       {llama + R"(, "tie_word_embeddings": 1})",
        "cfg.json: tie_word_embeddings: expected true or false, got 1"},
@@ -384,8 +384,8 @@ TEST_F(HfConfigCliTest, Gpt2JsonPredictsAsTheIni) {
 TEST_F(HfConfigCliTest, BadJsonExitsTwoNamingFileAndField) {
   const std::pair<std::string, std::string> cases[] = {
       {"{\"architectures\": [\"GPT2LMHeadModel\"", "the file ends early"},
-      {R"({"architectures": ["GPT2LMHeadModel"], "n_embd": 64})",
-       "missing 'n_head'"},
+      {R"({"architectures": ["GPT2LMHeadModel"], "n_layer": 2})",
+       "missing 'n_embd'"},
       {R"({"architectures": ["T5ForConditionalGeneration"]})",
        "architectures: 'T5ForConditionalGeneration' is not supported; "
        "supported: LlamaForCausalLM"},
