@@ -16,6 +16,8 @@ namespace memprof {
 // largest file memprof writes of its kind:
 // - config file, 1 MiB (kMaxConfigFileBytes, cli/config_cli.h): the
 //   committed configs are under 2 KiB.
+// - Hugging Face config.json, 1 MiB (kMaxHfConfigFileBytes,
+//   cli/hf_config.h): the published ones are about 1 KiB.
 // - rank report, 64 MiB (kMaxRankReportBytes, report/rank_report.h): a
 //   long run keeps the detail of a few steps only (Note [Kept steps]) but
 //   every step's peak and time, 236 bytes a step: mlp-tiny wrote 79,690

@@ -1,6 +1,7 @@
 #include "profiler/cli/config_cli.h"
 
 #include <cstdlib>
+#include <iostream>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "profiler/base/regular_file.h"
 #include "profiler/cli/config_file.h"
 #include "profiler/cli/flag_parsing.h"
+#include "profiler/cli/hf_config.h"
 #include "profiler/predict/cuda_prediction.h"
 
 namespace memprof {
@@ -77,11 +79,15 @@ struct Aliases {
   int64_t world_size = 0, micro_batch = 0, global_batch = 0, steps = 0;
 };
 
-// --config and the short spellings of common keys.
+// --config, --hf-config and the short spellings of common keys.
 po::options_description AliasFlags(std::string& config_path, Aliases& a) {
   po::options_description flags("Config");
   flags.add_options()("config", po::value(&config_path), "INI config file")(
-      "world-size", po::value(&a.world_size), "= --ddp.world_size")(
+      "hf-config", po::value<std::string>(),
+      "a Hugging Face config.json: its architecture and sizes as the model "
+      "keys (llama: Llama, Mistral, Qwen2; gpt: GPT-2); --config's keys and "
+      "flags override them")("world-size", po::value(&a.world_size),
+                             "= --ddp.world_size")(
       "micro-batch", po::value(&a.micro_batch), "= --train.micro_batch")(
       "global-batch", po::value(&a.global_batch), "= --train.global_batch")(
       "steps", po::value(&a.steps), "= --train.steps");
@@ -180,6 +186,37 @@ ConfigFileText StoreConfigFile(const std::string& path,
   return file;
 }
 
+// Adds the keys `hf` maps its JSON onto to `vm`, below the command line's
+// and the INI file's (Note [Hugging Face config]). InputError naming the
+// file and field when its model is not one this memprof has, or a value
+// does not fit its key.
+void StoreHfConfig(const HfConfig& hf, const po::options_description& keys,
+                   po::variables_map& vm) {
+  std::string text;
+  for (const HfKey& key : hf.keys) {
+    if (keys.find_nothrow(key.key, /*approx=*/false) == nullptr) {
+      throw InputError(hf.path + ": architectures: " + hf.architecture +
+                       " is memprof's model " + hf.model +
+                       ", which this memprof does not have (key '" + key.key +
+                       "'); known models: " + kKnownModels);
+    }
+    text += key.key + " = " + key.value + "\n";
+  }
+  std::istringstream stream(text);
+  try {
+    po::store(po::parse_config_file(stream, keys), vm);
+  } catch (const po::error_with_option_name& e) {
+    const std::string name = e.get_option_name();
+    std::string field;
+    for (const HfKey& key : hf.keys) {
+      if (key.key == name) field = key.field + ": ";
+    }
+    throw InputError(hf.path + ": " + field + e.what());
+  } catch (const po::error& e) {
+    throw InputError(hf.path + ": " + e.what());
+  }
+}
+
 // Sets each key a short flag on the command line gave; InputError when the
 // key was given too.
 void ApplyAliases(const Aliases& aliases, const po::variables_map& cli,
@@ -205,7 +242,12 @@ std::map<std::string, std::string> OriginsOf(const RunConfig& config,
                                              const po::variables_map& cli,
                                              const po::variables_map& vm,
                                              const std::string& path,
-                                             const ConfigFileText& file) {
+                                             const ConfigFileText& file,
+                                             const HfConfig& hf) {
+  std::map<std::string, std::string> from_hf;
+  for (const HfKey& key : hf.keys) {
+    from_hf[key.key] = hf.path + ": " + key.field;
+  }
   std::map<std::string, std::string> origins;
   for (const ConfigEntry& entry : EffectiveConfig(config)) {
     const std::string& key = entry.key;
@@ -217,7 +259,10 @@ std::map<std::string, std::string> OriginsOf(const RunConfig& config,
       origin = "--" + key;
     } else if (origin == "default" && vm.count(key) && !vm[key].defaulted()) {
       const auto line = file.key_lines.find(key);
-      origin = At(path, line == file.key_lines.end() ? 0 : line->second);
+      const auto json = from_hf.find(key);
+      origin = line == file.key_lines.end() && json != from_hf.end()
+                   ? json->second
+                   : At(path, line == file.key_lines.end() ? 0 : line->second);
     }
     origins[key] = origin;
   }
@@ -300,6 +345,7 @@ void RefuseOtherModels(const RunConfig& config, const po::variables_map& cli,
 // key: its default, 0, is no dropout.
 void RequireModelChoice(const RunConfig& config, const std::string& command,
                         const std::string& path) {
+  // `path`: the config file, or the config.json when there is none.
   const auto given = [&](const std::string& key) {
     return config.origins.at(key) != "default";
   };
@@ -380,14 +426,27 @@ bool ParseRunConfigWords(const std::vector<std::string>& words,
       cli.count("config") ? cli["config"].as<std::string>() : "";
   ConfigFileText file;
   if (!path.empty()) file = StoreConfigFile(path, keys, command, vm);
+  HfConfig hf;
+  if (cli.count("hf-config")) {
+    hf = ReadHfConfig(cli["hf-config"].as<std::string>());
+    StoreHfConfig(hf, keys, vm);
+  }
   try {
     po::notify(vm);
   } catch (const po::error& e) {
     throw InputError(std::string("command line: ") + e.what());
   }
-  config.source = path;
+  config.source = path.empty()      ? hf.path
+                  : hf.path.empty() ? path
+                                    : path + " over " + hf.path;
   ApplyAliases(aliases, cli, config);
-  config.origins = OriginsOf(config, cli, vm, path, file);
+  config.origins = OriginsOf(config, cli, vm, path, file, hf);
+  if (!hf.model.empty() && config.model != hf.model) {
+    throw InputError(hf.path + ": architectures: " + hf.architecture +
+                     " is memprof's model " + hf.model + ", but the model is " +
+                     config.model + " (" + config.origins.at("model") +
+                     "); drop one of them");
+  }
   RefuseOtherModels(config, cli, path, file);
   // Both on the command line, the global batch would silently win.
   const bool micro = cli.count("micro-batch") || cli.count("train.micro_batch");
@@ -399,7 +458,12 @@ bool ParseRunConfigWords(const std::vector<std::string>& words,
         "decides the micro-batch (global / world size); give one of them");
   }
   ValidateWhere(config);
-  RequireModelChoice(config, command, path);
+  RequireModelChoice(config, command, path.empty() ? hf.path : path);
+  if (!hf.path.empty()) {
+    for (const std::string& warning : HfConfigWarnings(hf, config)) {
+      std::cerr << "warning: " << warning << "\n";
+    }
+  }
   return true;
 }
 
