@@ -200,9 +200,9 @@ std::string Join(const std::set<std::string>& items) {
 //     those whose text takes more than one line;
 //   clipped: every chart label not wholly inside its chart's drawing (an
 //     SVG cuts what sticks out), with the px cut off;
-//   prose: how many sentences and headings (h1-h3, p, li, dt, dd, label)
-//     there are, and those reaching past the window's right edge (cut off
-//     by a box that scrolls, or by the window);
+//   prose: how many sentences and headings (h1-h3, p, caption, li, dt, dd,
+//     label) there are, and those reaching past the window's right edge (cut
+//     off by a box that scrolls, or by the window);
 //   headline: the headline's text and its box's right edge;
 //   legend: per timeline chart shown, its legend entries' text compared
 //     with "CATEGORY FIGURE" from the Peak table's column of each rank the
@@ -279,7 +279,7 @@ document.getElementById("page").addEventListener("load", function () {
     });
     out.views[when] = views;
   }
-  doc.querySelectorAll("h1, h2, h3, p, li, dt, dd, label").forEach(
+  doc.querySelectorAll("h1, h2, h3, p, caption, li, dt, dd, label").forEach(
       function (element) {
     if (!Shown(element)) return;
     ++out.prose;
