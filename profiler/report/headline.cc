@@ -36,9 +36,15 @@ std::vector<Candidate> CandidatesFor(Category dominant, const RunConfig& run,
       }
       if (micro_batch > 1) {
         const int64_t half = micro_batch / 2;
-        out.push_back({"micro-batch " + std::to_string(half) +
-                           " per rank (twice the ranks keep the global batch)",
-                       "--micro-batch " + std::to_string(half), run, half});
+        RunConfig changed = run;
+        changed.ddp.world_size = 2 * run.ddp.world_size;
+        const std::string ranks = std::to_string(changed.ddp.world_size);
+        out.push_back(
+            {"micro-batch " + std::to_string(half) + " per rank on " + ranks +
+                 " ranks" +
+                 (micro_batch % 2 == 0 ? ", the same global batch" : ""),
+             "--micro-batch " + std::to_string(half) + " --world-size " + ranks,
+             changed, half});
       }
       break;
     }
@@ -140,9 +146,9 @@ std::string HeadlineSentence(const Headline& h) {
   std::string out = "Peak " + HumanBytes(h.peak_bytes) + " on " +
                     RanksLabel(h.ranks) + ", in the " +
                     Words(std::string(PhaseName(h.phase))) + " phase of step " +
-                    std::to_string(h.step) + "; " + dominant +
-                    " holds the most of it: " + HumanBytes(h.dominant_bytes) +
-                    " (" + Percent(h.dominant_bytes, h.peak_bytes) + "). ";
+                    std::to_string(h.step) + "; the largest part is " +
+                    dominant + ", " + HumanBytes(h.dominant_bytes) + " (" +
+                    Percent(h.dominant_bytes, h.peak_bytes) + "). ";
   if (h.lever.empty()) {
     return out + "No lever memprof runs cuts " + dominant +
            " in this configuration" +

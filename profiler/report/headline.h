@@ -24,8 +24,8 @@ namespace memprof {
 //   against the measured figure):
 //     activations, inputs, temporaries (what follows the micro-batch):
 //       activation checkpointing (every model but mlp, when off) and half
-//       the micro-batch per rank (when above 1; twice the ranks keep the
-//       global batch);
+//       the micro-batch per rank (rounded down) on twice the ranks, the
+//       same global batch when the micro-batch is even (when it is above 1);
 //     weights, gradients, optimizer_state (model state): ZeRO-1 at the
 //       run's ranks (more than one rank, at stage 0);
 //     ddp_buckets: gradient_as_bucket_view (when off);
@@ -46,10 +46,10 @@ struct Headline {
 // Empty when no rank completed a steady-state step.
 std::optional<Headline> HeadlineOf(const RunView& view);
 
-// "Peak 249.52 KiB on ranks 0–1, in the optimizer phase of step 3;
-// optimizer state holds the most of it: 86.58 KiB (35%). The lever that
-// cuts it most: ZeRO-1 at 2 ranks (--ddp.zero_stage 1), predicted peak
-// 206.22 KiB against 249.51 KiB predicted for this run."
+// "Peak 250 KiB on ranks 0–1, in the optimizer phase of step 3; the
+// largest part is optimizer state, 86.6 KiB (35%). The lever that cuts it
+// most: ZeRO-1 at 2 ranks (--ddp.zero_stage 1), predicted peak 211 KiB
+// against 250 KiB predicted for this run."
 std::string HeadlineSentence(const Headline& headline);
 
 // "rank 3", "ranks 0–7" (a run of consecutive ranks), "ranks 0, 2, 5".

@@ -49,7 +49,6 @@ svg.chart .band-label { fill: #555; font-size: 11px; }
 .scroll-x { overflow-x: auto; }
 .scroll-x > svg.chart { min-width: 740px; }
 table { border-collapse: collapse; margin: 0.4em 0; font-size: 0.92em; }
-caption { caption-side: top; text-align: left; color: #555; padding: 2px 0 6px; }
 th, td { padding: 3px 10px; border-bottom: 1px solid #e4e4e4; text-align: left; }
 th { background: #f4f4f4; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums;
@@ -60,7 +59,7 @@ p.headline { font-size: 1.1em; font-weight: 600; background: #f1f5fa;
   border-left: 4px solid #4e79a7; padding: 8px 14px; margin: 0.8em 0; }
 svg.chart .legend-title { fill: #333; font-weight: bold; }
 .x-axis-choice { margin-right: 0.5em; }
-#timeline label { margin-right: 1em; }
+#timeline label { margin-right: 1em; white-space: nowrap; }
 #x-axis-time:checked ~ .timeline-charts .view-events,
 #x-axis-events:checked ~ .timeline-charts .view-time { display: none; }
 )";

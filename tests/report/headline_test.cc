@@ -46,8 +46,8 @@ TEST(Headline, FixtureRunNamesZeroOneForItsOptimizerState) {
   EXPECT_EQ(h->lever_peak_bytes, zero1);
   EXPECT_EQ(HeadlineSentence(*h),
             "Peak " + HumanBytes(ranks[0].peak.total_bytes) +
-                " on ranks 0\u20131, in the optimizer phase of step 3; "
-                "optimizer state holds the most of it: " +
+                " on ranks 0\u20131, in the optimizer phase of step 3; the "
+                "largest part is optimizer state, " +
                 HumanBytes(h->dominant_bytes) +
                 " (35%). The lever that cuts it most: ZeRO-1 at 2 ranks "
                 "(--ddp.zero_stage 1), predicted peak " +
@@ -65,12 +65,14 @@ TEST(Headline, ActivationsTakeTheLowerOfCheckpointingAndHalfTheMicroBatch) {
   RunConfig checkpointed = ranks[0].context.config;
   checkpointed.train.activation_checkpointing = "blocks";
   const int64_t by_checkpointing = PredictedPeakAt(checkpointed, 8);
-  const int64_t by_half = PredictedPeakAt(ranks[0].context.config, 4);
+  RunConfig doubled = ranks[0].context.config;
+  doubled.ddp.world_size = 4;
+  const int64_t by_half = PredictedPeakAt(doubled, 4);
   EXPECT_EQ(h->lever_peak_bytes, std::min(by_checkpointing, by_half));
   EXPECT_EQ(h->lever, by_checkpointing <= by_half
                           ? "activation checkpointing"
-                          : "micro-batch 4 per rank (twice the ranks keep the "
-                            "global batch)");
+                          : "micro-batch 4 per rank on 4 ranks, the same "
+                            "global batch");
 }
 
 TEST(Headline, AnMlpsActivationsHaveHalfTheMicroBatchOnly) {
@@ -78,8 +80,10 @@ TEST(Headline, AnMlpsActivationsHaveHalfTheMicroBatchOnly) {
       WithMoreAtThePeak(Category::kActivations, int64_t{1} << 30);
   const std::optional<Headline> h = HeadlineOf(ViewOf(ranks));
   ASSERT_TRUE(h.has_value());
-  EXPECT_EQ(h->lever_flags, "--micro-batch 4");
-  EXPECT_EQ(h->lever_peak_bytes, PredictedPeakAt(ranks[0].context.config, 4));
+  EXPECT_EQ(h->lever_flags, "--micro-batch 4 --world-size 4");
+  RunConfig doubled = ranks[0].context.config;
+  doubled.ddp.world_size = 4;
+  EXPECT_EQ(h->lever_peak_bytes, PredictedPeakAt(doubled, 4));
 }
 
 TEST(Headline, ModelStateOnOneRankHasNoLever) {
