@@ -382,6 +382,7 @@ std::string GpuChart(const RankReport& rank) {
   chart.title = "Rank " + std::to_string(r) + ": the CUDA caching allocator";
   chart.x_title = "phase mark";
   chart.y_title = "bytes";
+  chart.legend_title = "largest:";
   std::vector<int64_t> allocated, split, free_segments;
   for (size_t i = 0; i < checks.size(); ++i) {
     const CudaAllocatorFigures& f = checks[i].memprof;

@@ -1,9 +1,11 @@
 // report.html in a real headless Chromium: its layout (the page's script
 // measures every chart), its layout in a 400 px and a 1600 px wide window
-// (labels legible, nothing cut off, numbers on one line), a screenshot, the
-// DOM with the fixture's figures, and a network log showing it requested
-// nothing (and that the log would show a request, and that the page's CSP
-// blocks one).
+// (labels legible and inside their charts, no sentence past the window,
+// numbers on one line; the headline whole, every legend figure the Peak
+// table's, the x-axis buttons switching views), a screenshot, the DOM with
+// the fixture's figures, and a network log showing it requested nothing
+// (and that the log would show a request, and that the page's CSP blocks
+// one).
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>
