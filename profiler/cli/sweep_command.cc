@@ -17,16 +17,14 @@
 #include "profiler/base/category.h"
 #include "profiler/base/effective_config.h"
 #include "profiler/base/errors.h"
-#include "profiler/base/human_bytes.h"
 #include "profiler/base/schema_version.h"
 #include "profiler/base/statistics.h"
 #include "profiler/cli/local_world_size.h"
 #include "profiler/cli/profile_child.h"
-#include "profiler/report/report_html.h"
 #include "profiler/report/report_markdown.h"
 #include "profiler/report/report_text.h"
 #include "profiler/report/summary.h"
-#include "profiler/report/svg_chart.h"
+#include "profiler/report/sweep_page.h"
 
 namespace memprof {
 namespace fs = std::filesystem;
@@ -42,170 +40,6 @@ struct SweepPoint {
   RankReport rank0;
 };
 
-std::string Ms(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f ms", 1e3 * seconds);
-  return text;
-}
-
-std::string Percent(double share) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f%%", 100 * share);
-  return text;
-}
-
-// "48.10 - 52.30 ms over 2 steps, 8.7%": the shortest and longest
-// steady-state step, how many there were and their spread.
-std::string StepRange(const Json& row) {
-  char text[96];
-  std::snprintf(text, sizeof text, "%.2f - %.2f ms over %lld step%s, %.1f%%",
-                1e3 * row["step_seconds_min"].get<double>(),
-                1e3 * row["step_seconds_max"].get<double>(),
-                static_cast<long long>(row["steady_steps"].get<int64_t>()),
-                row["steady_steps"].get<int64_t>() == 1 ? "" : "s",
-                100 * row["step_spread"].get<double>());
-  return text;
-}
-
-// "The run at 4 ranks failed (exit 3; see D/ws-4.log); the rows above are
-// the points that completed before it, and no later point ran."
-std::string FailedSentence(const Json& sweep) {
-  const Json& failed = sweep["failed"];
-  const int64_t stage = failed["zero_stage"].get<int64_t>();
-  const int64_t n = failed["world_size"].get<int64_t>();
-  return "The run at " + std::to_string(n) + (n == 1 ? " rank" : " ranks") +
-         (stage >= 0 ? ", ZeRO stage " + std::to_string(stage) : "") +
-         " failed (exit " + std::to_string(failed["exit_code"].get<int>()) +
-         "; see " + failed["log"].get<std::string>() +
-         "); the rows above are the points that completed before it, and no "
-         "later point ran.";
-}
-
-ReportTable SweepTable(const Json& sweep) {
-  ReportTable table;
-  table.id = "sweep";
-  table.title = "Per rank, against the number of ranks";
-  table.caption =
-      "Global batch " + std::to_string(sweep["global_batch"].get<int64_t>()) +
-      "; each category's bytes on one rank (its largest live bytes over a "
-      "steady-state step; temporaries at the peak), then the median "
-      "steady-state step, the time in the Reducer's all-reduces and, under "
-      "ZeRO-1, in the parameter exchange after the optimizer step.";
-  table.header = {"ranks", "ZeRO", "micro-batch"};
-  for (Category c : kAllCategories) table.header.emplace_back(CategoryName(c));
-  for (const char* h : {"peak", "step", "step range", "all-reduce", "exchange",
-                        "communication share"}) {
-    table.header.emplace_back(h);
-  }
-  table.numeric.assign(table.header.size(), true);
-  for (const Json& row : sweep["rows"]) {
-    std::vector<std::string> cells = {
-        std::to_string(row["world_size"].get<int64_t>()),
-        std::to_string(row["zero_stage"].get<int64_t>()),
-        std::to_string(row["micro_batch"].get<int64_t>())};
-    for (Category c : kAllCategories) {
-      cells.push_back(HumanBytes(
-          row["bytes"][std::string(CategoryName(c))].get<int64_t>()));
-    }
-    cells.push_back(HumanBytes(row["peak_bytes"].get<int64_t>()));
-    cells.push_back(Ms(row["step_seconds"].get<double>()));
-    cells.push_back(StepRange(row));
-    cells.push_back(Ms(row["comm_seconds"].get<double>()));
-    cells.push_back(Ms(row["exchange_seconds"].get<double>()));
-    cells.push_back(Percent(row["comm_share"].get<double>()));
-    table.rows.push_back(cells);
-  }
-  table.notes.push_back(
-      "Model state (weights, gradients, optimizer state, DDP buckets) is the "
-      "same on every rank at every N; activations and inputs follow the "
-      "per-rank micro-batch G/N; under ZeRO-1 the optimizer state is the "
-      "rank's partition instead. All-reduce is the union of the "
-      "Reducer's all-reduces, issue to completion, within each step (it "
-      "overlaps backward's computation); exchange is ZeRO-1's broadcast of "
-      "the updated parameters from their owners, first issue to last "
-      "completion; the share is both over the step. The step range is the "
-      "shortest and the longest steady-state step.");
-  for (const Json& warning : sweep["warnings"]) {
-    table.notes.push_back("Warning: " + warning.get<std::string>());
-  }
-  if (!sweep["failed"].is_null()) table.notes.push_back(FailedSentence(sweep));
-  return table;
-}
-
-// "N=4", or "N=4 ZeRO-1" under stage 1.
-std::string PointLabel(const Json& row) {
-  return "N=" + std::to_string(row["world_size"].get<int64_t>()) +
-         (row["zero_stage"].get<int64_t>() == 1 ? " ZeRO-1" : "");
-}
-
-std::string SweepTimeSvg(const Json& sweep) {
-  GroupedBarChart chart;
-  chart.id = "sweep-step-time";
-  chart.title =
-      "Median steady-state step: computation, all-reduce and parameter "
-      "exchange";
-  chart.y_title = "time (microseconds)";
-  chart.y_units = Units::kCount;
-  for (const Json& row : sweep["rows"]) {
-    const int64_t n = row["world_size"].get<int64_t>();
-    BarGroup group{
-        PointLabel(row), {}, {{"data-world-size", std::to_string(n)}}};
-    const int64_t step_us =
-        static_cast<int64_t>(1e6 * row["step_seconds"].get<double>());
-    const int64_t comm_us =
-        static_cast<int64_t>(1e6 * row["comm_seconds"].get<double>());
-    const int64_t exchange_us =
-        static_cast<int64_t>(1e6 * row["exchange_seconds"].get<double>());
-    const int64_t compute_us =
-        std::max<int64_t>(0, step_us - comm_us - exchange_us);
-    group.bars.push_back(Bar{
-        compute_us,
-        "#4e79a7",
-        false,
-        "compute",
-        "computation: " + std::to_string(compute_us) + " us",
-        {{"data-kind", "compute"}, {"data-us", std::to_string(compute_us)}}});
-    group.bars.push_back(Bar{comm_us,
-                             "#e15759",
-                             false,
-                             "comm",
-                             "all-reduce: " + std::to_string(comm_us) +
-                                 " us (" +
-                                 Percent(row["comm_share"].get<double>()) + ")",
-                             {{"data-kind", "communication"},
-                              {"data-us", std::to_string(comm_us)}}});
-    group.bars.push_back(Bar{
-        exchange_us,
-        "#f28e2b",
-        false,
-        "exchange",
-        "parameter exchange: " + std::to_string(exchange_us) + " us",
-        {{"data-kind", "exchange"}, {"data-us", std::to_string(exchange_us)}}});
-    chart.groups.push_back(std::move(group));
-  }
-  chart.legend = {
-      LegendEntry{"computation", "#4e79a7", false, {{"data-kind", "compute"}}},
-      LegendEntry{"communication (all-reduce)",
-                  "#e15759",
-                  false,
-                  {{"data-kind", "communication"}}},
-      LegendEntry{"parameter exchange (ZeRO-1)",
-                  "#f28e2b",
-                  false,
-                  {{"data-kind", "exchange"}}}};
-  return RenderGroupedBars(chart);
-}
-
-// Note [Step-time spread]
-// A sweep compares step times across world sizes, each the median of rank
-// 0's steady-state steps. On a shared machine two identical runs' steps can
-// differ several-fold, so each row also carries the shortest and longest
-// of those steps and their spread, (max - min) / median. Above
-// kUnreliableSpread the row's step time is flagged: a difference between
-// points smaller than their own spread says nothing about N. More --steps
-// give more steady-state steps, a steadier median and a truer spread.
-constexpr double kUnreliableSpread = 0.25;
-
 // The point that failed, and how.
 struct SweepFailure {
   int64_t world_size = 0;
@@ -215,7 +49,8 @@ struct SweepFailure {
 };
 
 // memprof.sweep/1.1: one row per point that ran, from rank 0's report; the
-// warnings of Note [Step-time spread]; the point that failed, if one did.
+// warnings of Note [Step-time spread] (profiler/report/sweep_page.h); the point
+// that failed, if one did.
 Json SweepJson(int64_t global_batch, const std::vector<SweepPoint>& points,
                const std::optional<SweepFailure>& failure) {
   Json rows = Json::array();
@@ -278,42 +113,6 @@ Json SweepJson(int64_t global_batch, const std::vector<SweepPoint>& points,
               {"rows", rows},
               {"warnings", warnings},
               {"failed", failed}};
-}
-
-// Per-rank bytes by category against N, as inline SVG.
-std::string SweepBytesSvg(const Json& sweep) {
-  GroupedBarChart chart;
-  chart.id = "sweep-bytes";
-  chart.title = "Per-rank bytes by category against the number of ranks";
-  chart.y_title = "bytes per rank";
-  for (const Json& row : sweep["rows"]) {
-    const int64_t n = row["world_size"].get<int64_t>();
-    BarGroup group{PointLabel(row) + ", micro-batch " +
-                       std::to_string(row["micro_batch"].get<int64_t>()),
-                   {},
-                   {{"data-world-size", std::to_string(n)}}};
-    for (Category c : kAllCategories) {
-      const std::string name(CategoryName(c));
-      const int64_t bytes = row["bytes"][name].get<int64_t>();
-      group.bars.push_back(Bar{bytes,
-                               std::string(CategoryColor(c)),
-                               false,
-                               "",
-                               name + ": " + HumanBytes(bytes),
-                               {{"data-category", name},
-                                {"data-world-size", std::to_string(n)},
-                                {"data-bytes", std::to_string(bytes)}}});
-    }
-    chart.groups.push_back(std::move(group));
-  }
-  for (Category c : kAllCategories) {
-    chart.legend.push_back(
-        LegendEntry{std::string(CategoryName(c)),
-                    std::string(CategoryColor(c)),
-                    false,
-                    {{"data-category", std::string(CategoryName(c))}}});
-  }
-  return RenderGroupedBars(chart);
 }
 
 // The config of the point at world size `n`, micro-batch G/n, ZeRO stage
@@ -407,7 +206,7 @@ int RunSweepCommand(const SweepArgs& args) {
   }
   // What completed is written even when a later point failed.
   const Json sweep = SweepJson(args.global_batch, points, failure);
-  const ReportTable table = SweepTable(sweep);
+  const ReportTable table = SweepTable(sweep, /*warnings_as_notes=*/true);
   ReportText text;
   text.title = "memprof sweep: " + args.config.model;
   text.tables = {table};
@@ -418,11 +217,8 @@ int RunSweepCommand(const SweepArgs& args) {
   WriteFileAtomically(
       (out / "sweep.svg").string(),
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + bytes_svg);
-  WriteFileAtomically(
-      (out / "sweep.html").string(),
-      HtmlPage(text.title, "<section id=\"sweep-charts\">\n" + bytes_svg +
-                               SweepTimeSvg(sweep) + "</section>\n" +
-                               HtmlTable(table)));
+  WriteFileAtomically((out / "sweep.html").string(),
+                      SweepHtml(text.title, sweep));
   std::cout << FormatReportMarkdown(text) << "sweep: " << args.out_dir
             << "/sweep.json, sweep.md, sweep.svg, sweep.html\n";
   if (failure) {

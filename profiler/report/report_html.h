@@ -15,6 +15,9 @@ std::string FormatReportHtml(const RunView& view, const ReportText& text);
 // <section>, and a self-contained page (the same style, Content-Security-
 // Policy and chart-measuring script) around `body`, titled `title`.
 std::string HtmlTable(const ReportTable& table);
+// A chart's SVG in a box of its own that scrolls sideways when the chart is
+// wider than the page.
+std::string HtmlChart(const std::string& svg);
 std::string HtmlPage(const std::string& title, const std::string& body);
 
 }  // namespace memprof

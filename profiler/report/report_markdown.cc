@@ -45,6 +45,7 @@ void Table(std::ostringstream& out, const ReportTable& table) {
 std::string FormatReportMarkdown(const ReportText& text) {
   std::ostringstream out;
   out << "# " << text.title << "\n\n";
+  if (!text.headline.empty()) out << "**" << text.headline << "**\n\n";
   // A quoted block: the title in bold, what it means, one item per line.
   const auto warning = [&](const char* title, const char* meaning,
                            const std::vector<std::string>& lines) {

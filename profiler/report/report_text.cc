@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include "profiler/predict/fit.h"
 #include "profiler/predict/prediction.h"
 #include "profiler/report/gpu_tables.h"
+#include "profiler/report/headline.h"
 #include "profiler/report/rank_outcome.h"
 #include "profiler/report/summary.h"
 
@@ -452,6 +454,9 @@ ReportText BuildReportText(const RunView& view) {
                          : GroupedInteger(first.predicted_parameters) +
                                " parameters (predicted)") +
       ", " + Plural(view.world_size, "rank");
+  if (const std::optional<Headline> headline = HeadlineOf(view)) {
+    text.headline = HeadlineSentence(*headline);
+  }
   text.context = Context(view);
   for (const RankFileProblem& problem : view.problems) {
     text.incomplete.push_back("rank " + std::to_string(problem.rank) +

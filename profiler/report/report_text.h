@@ -23,6 +23,9 @@ struct ReportTable {
 
 struct ReportText {
   std::string title;  // "memprof: gpt, 118,528 parameters, 2 ranks"
+  // HeadlineSentence (Note [Headline]); empty when no rank completed a
+  // steady-state step.
+  std::string headline;
   std::vector<std::pair<std::string, std::string>> context;  // name, value
   // One sentence per unusable rank report; empty when the run is complete.
   std::vector<std::string> incomplete;

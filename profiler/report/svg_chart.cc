@@ -41,13 +41,33 @@ std::string Text(double x, double y, std::string_view anchor,
 double TextWidth(std::string_view text) { return kCharWidth * text.size(); }
 
 std::string FormatValue(Units units, int64_t value) {
-  return units == Units::kBytes ? HumanBytes(value) : GroupedInteger(value);
+  switch (units) {
+    case Units::kBytes:
+      return HumanBytes(value);
+    case Units::kMicroseconds: {
+      char text[48];
+      std::snprintf(text, sizeof text, "%.2f ms", value / 1e3);
+      return text;
+    }
+    default:
+      return GroupedInteger(value);
+  }
+}
+
+// NumberTicks over [lo, hi] in `units`: microseconds are ticked and
+// labelled in milliseconds.
+std::vector<Tick> AxisTicks(Units units, double lo, double hi) {
+  if (units != Units::kMicroseconds) return NumberTicks(lo, hi);
+  std::vector<Tick> ticks = NumberTicks(lo / 1e3, hi / 1e3);
+  for (Tick& tick : ticks) tick.value *= 1e3;
+  return ticks;
 }
 
 std::string SvgOpen(std::string_view id, std::string_view kind,
-                    std::string_view title, int width, int height) {
+                    std::string_view title, int width, int height,
+                    const DataAttributes& data = {}) {
   return "<svg" + Attr("class", "chart") + Attr("id", id) +
-         Attr("data-chart", kind) +
+         Attr("data-chart", kind) + DataAttrs(data) +
          Attr("xmlns", "http://www.w3.org/2000/svg") +
          Attr("width", std::to_string(width)) +
          Attr("height", std::to_string(height)) +
@@ -108,10 +128,15 @@ struct LegendLayout {
 };
 
 LegendLayout LayOutLegend(const std::vector<LegendEntry>& entries,
-                          const ChartFrame& f, double top) {
+                          const std::string& title, const ChartFrame& f,
+                          double top) {
   LegendLayout layout;
   double x = f.PlotLeft();
   double y = top;
+  if (!title.empty()) {
+    x += TextWidth(title) + 10;
+    layout.rows = 1;
+  }
   for (const LegendEntry& entry : entries) {
     const double width = 18 + TextWidth(entry.label) + 16;
     if (x > f.PlotLeft() && x + width > f.PlotRight()) {
@@ -137,11 +162,12 @@ std::string BoxAttrs(double x, double y, double w, double h,
   return out;
 }
 
-// Lays the legend out under the x axis title, growing the frame's bottom
-// margin (not the plot) by the rows past the first.
+// Lays the legend out under the x axis title, after its title, growing the
+// frame's bottom margin (not the plot) by the rows past the first.
 LegendLayout PlaceLegend(const std::vector<LegendEntry>& entries,
-                         ChartFrame& f) {
-  const LegendLayout layout = LayOutLegend(entries, f, f.PlotBottom() + 54);
+                         const std::string& title, ChartFrame& f) {
+  const LegendLayout layout =
+      LayOutLegend(entries, title, f, f.PlotBottom() + 54);
   const int extra = static_cast<int>(std::max(0, layout.rows - 1) * kLegendRow);
   f.height += extra;
   f.bottom += extra;
@@ -149,8 +175,13 @@ LegendLayout PlaceLegend(const std::vector<LegendEntry>& entries,
 }
 
 std::string Legend(const std::vector<LegendEntry>& entries,
-                   const LegendLayout& layout) {
+                   const std::string& title, const LegendLayout& layout,
+                   const ChartFrame& f) {
   std::string out = "<g class=\"legend\">\n";
+  if (!title.empty()) {
+    out +=
+        Text(f.PlotLeft(), f.PlotBottom() + 65, "start", "legend-title", title);
+  }
   for (size_t i = 0; i < entries.size(); ++i) {
     const auto [x, y] = layout.at[i];
     out += "<g class=\"legend-entry\"" + DataAttrs(entries[i].data) + ">" +
@@ -248,7 +279,9 @@ std::string Bands(const std::vector<Band>& bands, const ChartFrame& f,
              Attr("fill", band.color) + "><title>" + EscapeXml(band.label) +
              "</title></rect>\n";
     const double half = TextWidth(band.label) / 2;
-    const double center = (left + right) / 2;
+    // Inside the drawing, even over a narrow band at its edge.
+    const double center =
+        std::max(half + 2, std::min((left + right) / 2, f.width - half - 2));
     for (int row = 0; row < 2; ++row) {
       if (center - half < row_end[row] + 6) continue;
       labels += Text(center, f.PlotTop() - 8 - 15 * row, "middle", "band-label",
@@ -275,6 +308,18 @@ std::string Markers(const std::vector<Marker>& markers, const ChartFrame& f,
                 room ? "start" : "end", "marker-label", marker.label);
   }
   return out + "</g>\n";
+}
+
+// A vertical line from y `low` to y `high` at x, capped `half` px either
+// side at both ends.
+std::string Whisker(double x, double low, double high, double half) {
+  const auto line = [](double x1, double y1, double x2, double y2) {
+    return "<line x1=\"" + Num(x1) + "\" y1=\"" + Num(y1) + "\" x2=\"" +
+           Num(x2) + "\" y2=\"" + Num(y2) + "\" stroke=\"#222222\"/>";
+  };
+  return "<g class=\"whisker\">" + line(x, low, x, high) +
+         line(x - half, low, x + half, low) +
+         line(x - half, high, x + half, high) + "</g>\n";
 }
 
 // The smallest 1, 2, 5, 10, 20, 50, 100, 256 or 512 x 1024^k that covers
@@ -406,14 +451,17 @@ std::vector<Tick> NumberTicks(double lo, double hi, int max_intervals) {
 
 std::vector<Tick> ValueTicks(Units units, int64_t max, int max_intervals) {
   if (units == Units::kBytes) return ByteTicks(max, max_intervals);
-  std::vector<Tick> ticks = NumberTicks(
-      0, static_cast<double>(std::max<int64_t>(max, 1)), max_intervals);
-  if (ticks.back().value < static_cast<double>(max) || ticks.size() < 2) {
+  // Microseconds are ticked in milliseconds, then scaled back.
+  const double per_unit = units == Units::kMicroseconds ? 1e3 : 1;
+  const double top = static_cast<double>(std::max<int64_t>(max, 1)) / per_unit;
+  std::vector<Tick> ticks = NumberTicks(0, top, max_intervals);
+  if (ticks.back().value < top * (1 - 1e-12) || ticks.size() < 2) {
     const double step = ticks.size() > 1 ? ticks[1].value - ticks[0].value : 1;
-    const double value = ticks.back().value + step;
-    ticks.push_back(
-        Tick{value, GroupedInteger(static_cast<int64_t>(std::llround(value)))});
+    const std::vector<Tick> longer =
+        NumberTicks(0, ticks.back().value + step, max_intervals + 1);
+    ticks.push_back(longer.back());
   }
+  for (Tick& tick : ticks) tick.value *= per_unit;
   return ticks;
 }
 
@@ -433,7 +481,8 @@ std::string RenderStackedArea(const StackedAreaChart& c) {
   std::vector<LegendEntry> legend;
   int64_t max_total = 0;
   std::vector<int64_t> totals(c.x.size(), 0);
-  for (const StackedLayer& layer : c.layers) {
+  for (size_t l = 0; l < c.layers.size(); ++l) {
+    const StackedLayer& layer = c.layers[l];
     int64_t largest = 0;
     for (size_t i = 0; i < c.x.size(); ++i) {
       largest = std::max(largest, ValueAt(layer, i));
@@ -441,33 +490,41 @@ std::string RenderStackedArea(const StackedAreaChart& c) {
       max_total = std::max(max_total, totals[i]);
     }
     legend.push_back(
-        LegendEntry{layer.label + " " + FormatValue(c.y_units, largest),
+        LegendEntry{layer.label + " " +
+                        FormatValue(c.y_units, l < c.legend_values.size()
+                                                   ? c.legend_values[l]
+                                                   : largest),
                     layer.color, false, layer.data});
   }
   ChartFrame f = c.frame;
-  const LegendLayout placed = PlaceLegend(legend, f);
+  const LegendLayout placed = PlaceLegend(legend, c.legend_title, f);
 
   const std::vector<Tick> y_ticks = ValueTicks(c.y_units, max_total);
   const LinearScale x{lo, hi, f.PlotLeft(), f.PlotRight()};
   const LinearScale y{0, y_ticks.back().value, f.PlotBottom(), f.PlotTop()};
-  std::string out = SvgOpen(c.id, "stacked-area", c.title, f.width, f.height);
+  std::string out =
+      SvgOpen(c.id, "stacked-area", c.title, f.width, f.height, c.data);
   out += Bands(c.bands, f, x);
   out += ValueAxis(f, y, y_ticks, c.y_title);
   if (!c.x.empty()) out += Areas(c, x, y, x(hi));
-  out += XAxis(f, x, NumberTicks(lo, hi), c.x_title);
+  out += XAxis(f, x, AxisTicks(c.x_units, lo, hi), c.x_title);
   out += Markers(c.markers, f, x);
-  out += Legend(legend, placed);
+  out += Legend(legend, c.legend_title, placed, f);
   return out + "</svg>\n";
 }
 
 std::string RenderGroupedBars(const GroupedBarChart& c) {
   ChartFrame f = c.frame;
-  const LegendLayout placed = PlaceLegend(c.legend, f);
+  const LegendLayout placed = PlaceLegend(c.legend, "", f);
 
   int64_t max_value = 0;
   for (const BarGroup& group : c.groups) {
-    for (const Bar& bar : group.bars)
+    for (const Bar& bar : group.bars) {
       max_value = std::max(max_value, bar.value);
+    }
+  }
+  for (const BarRange& range : c.ranges) {
+    max_value = std::max(max_value, range.high);
   }
   const std::vector<Tick> y_ticks = ValueTicks(c.y_units, max_value);
   const LinearScale y{0, y_ticks.back().value, f.PlotBottom(), f.PlotTop()};
@@ -489,6 +546,12 @@ std::string RenderGroupedBars(const GroupedBarChart& c) {
              BoxAttrs(left + b * width + 0.5, top, std::max(0.5, width - 1),
                       f.PlotBottom() - top, bar.color, bar.light) +
              "><title>" + EscapeXml(bar.tooltip) + "</title></rect>\n";
+      for (const BarRange& range : c.ranges) {
+        if (range.group != g || range.bar != b) continue;
+        out += Whisker(
+            left + b * width + width / 2, y(static_cast<double>(range.low)),
+            y(static_cast<double>(range.high)), std::min(8.0, width / 3));
+      }
       const bool run_end = b + 1 == group.bars.size() ||
                            group.bars[b + 1].sublabel != bar.sublabel;
       size_t first = b;
@@ -504,7 +567,7 @@ std::string RenderGroupedBars(const GroupedBarChart& c) {
                 group.label);
     out += "</g>\n";
   }
-  out += Legend(c.legend, placed);
+  out += Legend(c.legend, "", placed, f);
   return out + "</svg>\n";
 }
 

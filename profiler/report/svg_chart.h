@@ -32,8 +32,9 @@ struct Tick {
   std::string label;
 };
 
-// What a value axis counts.
-enum class Units { kBytes, kCount };
+// What an axis counts. kMicroseconds: values in microseconds, labelled in
+// milliseconds ("1.5").
+enum class Units { kBytes, kCount, kMicroseconds };
 
 // Ticks 0, s, 2s, ... up to the first multiple of s at or above max_bytes,
 // with at most max_intervals intervals: s is 1, 2, 5, 10, 20, 50, 100, 256
@@ -48,7 +49,8 @@ std::string ByteTickLabel(int64_t bytes);
 // max_intervals steps apart from lo to hi; integers labelled "12,000".
 std::vector<Tick> NumberTicks(double lo, double hi, int max_intervals = 6);
 
-// Ticks from 0 to at least max for a value axis (bytes or plain counts).
+// Ticks from 0 to at least max for a value axis (bytes, plain counts or
+// microseconds labelled in milliseconds).
 std::vector<Tick> ValueTicks(Units units, int64_t max, int max_intervals = 6);
 
 // Maps [domain_lo, domain_hi] linearly onto [range_lo, range_hi].
@@ -109,11 +111,17 @@ struct Marker {
 };
 
 struct StackedAreaChart {
-  std::string id;  // the <svg class="chart"> id
+  std::string id;       // the <svg class="chart"> id
+  DataAttributes data;  // on the <svg>
   std::string title;
   std::string x_title;
   std::string y_title;
+  Units x_units = Units::kCount;
   Units y_units = Units::kBytes;
+  // What the legend's figures are ("at the peak:"), first in the legend.
+  std::string legend_title;
+  // The legend's figure per layer; empty: each layer's largest value.
+  std::vector<int64_t> legend_values;
   ChartFrame frame;
   std::vector<int64_t> x;  // increasing
   std::vector<StackedLayer> layers;
@@ -124,7 +132,10 @@ struct StackedAreaChart {
 // Each value holds from its x to the next x (the last one for one unit): a
 // step function. Points closer than a pixel are merged, keeping the one with
 // the largest total. A layer that is zero throughout draws no area; every
-// layer has a legend entry with its largest value.
+// layer has a legend entry with its legend value (or largest value). Every
+// label lies inside the drawing: a band label that would stick out is moved
+// in, or left out when it would overlap another (its band keeps its
+// <title>).
 std::string RenderStackedArea(const StackedAreaChart& chart);
 
 struct Bar {
@@ -134,6 +145,15 @@ struct Bar {
   std::string sublabel;  // under the bar; a run of equal ones is one label
   std::string tooltip;   // a <title>, shown on hover
   DataAttributes data;   // on the bar's <rect class="bar">
+};
+
+// A whisker over bar `bar` of group `group`, from `low` to `high` (a
+// spread).
+struct BarRange {
+  size_t group = 0;
+  size_t bar = 0;
+  int64_t low = 0;
+  int64_t high = 0;
 };
 
 struct BarGroup {
@@ -150,6 +170,7 @@ struct GroupedBarChart {
   ChartFrame frame;
   std::vector<BarGroup> groups;
   std::vector<LegendEntry> legend;
+  std::vector<BarRange> ranges;
 };
 
 std::string RenderGroupedBars(const GroupedBarChart& chart);

@@ -204,8 +204,24 @@ inline int64_t SeriesMax(const RankReport& rank, Category c) {
   return largest;
 }
 
+// The ids of the timeline charts that draw rank `rank` (its data-ranks
+// lists it): one per x-axis view, in page order (time, then events).
+inline std::vector<std::string> TimelineChartsOf(const std::string& html,
+                                                 int rank) {
+  std::vector<std::string> ids;
+  for (const Element& chart : WithClass(StartTags(html), "chart")) {
+    std::istringstream words(chart.Get("data-ranks"));
+    for (std::string word; words >> word;) {
+      if (word == std::to_string(rank)) ids.push_back(chart.Get("id"));
+    }
+  }
+  return ids;
+}
+
 // Every bar of the predicted-vs-measured chart carries its rank report's
-// figure; every category in a rank's series has its area.
+// figure; every category in a rank's series has its area in both x-axis
+// views of the chart that draws the rank, and its legend entry the
+// category's live bytes at the rank's peak.
 inline void ExpectChartsShowRanks(const std::string& html,
                                   const std::vector<RankReport>& ranks) {
   const std::vector<Element> bars =
@@ -234,25 +250,45 @@ inline void ExpectChartsShowRanks(const std::string& html,
         EXPECT_EQ(found, 1) << name << " rank " << r << " " << kind;
       }
     }
-    const std::vector<Element> areas =
-        WithClass(InChart(html, "live-bytes-rank-" + r), "area");
-    std::set<std::string> drawn;
-    for (const Element& area : areas) {
-      const std::string name = area.Get("data-category");
-      drawn.insert(name);
-      const std::optional<Category> c = CategoryFromName(name);
-      if (!c) {
-        ADD_FAILURE() << "area of no category: " << name;
-        continue;
+    const std::vector<std::string> charts =
+        TimelineChartsOf(html, rank.context.rank);
+    ASSERT_EQ(charts.size(), 2u) << "rank " << r;
+    for (const std::string& id : charts) {
+      const std::vector<Element> inside = InChart(html, id);
+      std::set<std::string> drawn;
+      for (const Element& area : WithClass(inside, "area")) {
+        const std::string name = area.Get("data-category");
+        drawn.insert(name);
+        const std::optional<Category> c = CategoryFromName(name);
+        if (!c) {
+          ADD_FAILURE() << "area of no category: " << name;
+          continue;
+        }
+        EXPECT_EQ(area.Get("data-max-bytes"),
+                  std::to_string(SeriesMax(rank, *c)))
+            << name;
+        EXPECT_EQ(area.Get("data-points"),
+                  std::to_string(rank.series.seq.size()));
+        EXPECT_EQ(area.Get("fill"), CategoryColor(*c));
       }
-      EXPECT_EQ(area.Get("data-max-bytes"), std::to_string(SeriesMax(rank, *c)))
-          << name;
-      EXPECT_EQ(area.Get("data-points"),
-                std::to_string(rank.series.seq.size()));
-      EXPECT_EQ(area.Get("fill"), CategoryColor(*c));
+      EXPECT_EQ(drawn, NonzeroSeriesCategories(rank)) << "rank " << r;
+      EXPECT_FALSE(drawn.empty());
+      std::set<std::string> legend;
+      for (const Element& entry : WithClass(inside, "legend-entry")) {
+        const std::string name = entry.Get("data-category");
+        legend.insert(name);
+        const std::optional<Category> c = CategoryFromName(name);
+        ASSERT_TRUE(c.has_value()) << name;
+        EXPECT_EQ(entry.Get("data-peak-bytes"),
+                  std::to_string(rank.peak.breakdown[Index(*c)]))
+            << id << " " << name;
+      }
+      std::set<std::string> possible;
+      for (Category c : CategoriesOf(dtype)) {
+        possible.insert(std::string(CategoryName(c)));
+      }
+      EXPECT_EQ(legend, possible) << id;
     }
-    EXPECT_EQ(drawn, NonzeroSeriesCategories(rank)) << "rank " << r;
-    EXPECT_FALSE(drawn.empty());
   }
 }
 

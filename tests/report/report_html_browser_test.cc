@@ -1,9 +1,11 @@
 // report.html in a real headless Chromium: its layout (the page's script
 // measures every chart), its layout in a 400 px and a 1600 px wide window
-// (labels legible, nothing cut off, numbers on one line), a screenshot, the
-// DOM with the fixture's figures, and a network log showing it requested
-// nothing (and that the log would show a request, and that the page's CSP
-// blocks one).
+// (labels legible and inside their charts, no sentence past the window,
+// numbers on one line; the headline whole, every legend figure the Peak
+// table's, the x-axis buttons switching views), a screenshot, the DOM with
+// the fixture's figures, and a network log showing it requested nothing
+// (and that the log would show a request, and that the page's CSP blocks
+// one).
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -43,6 +45,11 @@ const char kShotCopy[] = "/tmp/report-html-shot.png";
 // CSS px) that the report accepts at any window width: an 11 px label
 // measures 13 px at the SVG's own size.
 constexpr double kMinLabelHeightPx = 9.0;
+
+// The fixture's page: one timeline chart for its two identical ranks in two
+// x-axis views, of which one is shown, and the predicted-vs-measured chart.
+constexpr size_t kCharts = 3;
+constexpr size_t kChartsShown = 2;
 
 // ---------------------------------------------------------------- chromium
 
@@ -192,25 +199,110 @@ std::string Join(const std::set<std::string>& items) {
 //     scroller's other children: a heading or note that would scroll out
 //     of view);
 //   number_cells, wrapped: how many td.num/th.num cells there are, and
-//     those whose text takes more than one line.
+//     those whose text takes more than one line;
+//   clipped: every chart label not wholly inside its chart's drawing (an
+//     SVG cuts what sticks out), with the px cut off;
+//   prose: how many sentences and headings (h1-h3, p, caption, li, dt, dd,
+//     label) there are, and those reaching past the window's right edge (cut
+//     off by a box that scrolls, or by the window);
+//   headline: the headline's text and its box's right edge;
+//   legend: per timeline chart shown, its legend entries' text compared
+//     with "CATEGORY FIGURE" from the Peak table's column of each rank the
+//     chart draws: how many were compared, and those that differ;
+//   views: the timeline charts shown per x-axis view ("time", "events")
+//     before and after a click on "allocation events".
+// Labels, clipping and the legend are measured for every chart shown in
+// either view.
 constexpr const char* kLayoutProbe = R"(
 document.getElementById("page").addEventListener("load", function () {
   var doc = this.contentDocument, win = this.contentWindow;
   var out = {viewport_width: win.innerWidth,
              page_width: doc.documentElement.scrollWidth,
-             labels: [], boxes: [], number_cells: 0, wrapped: []};
-  doc.querySelectorAll("svg.chart").forEach(function (chart) {
-    var texts = chart.querySelectorAll("text");
-    var smallest = null;
-    texts.forEach(function (t) {
-      var height = t.getBoundingClientRect().height;
-      if (smallest === null || height < smallest.height) {
-        smallest = {text: t.textContent, height: height};
+             labels: [], boxes: [], number_cells: 0, wrapped: [],
+             clipped: [], prose: 0, prose_cut: [], headline: null,
+             legend: {compared: 0, differ: []}, views: {}};
+  var measured = {};
+  function Shown(element) { return element.getClientRects().length > 0; }
+  function PeakCell(category, rank) {
+    var table = doc.querySelector("#peak table");
+    if (!table) return null;
+    var column = -1;
+    table.querySelectorAll("thead th").forEach(function (th, i) {
+      if (th.textContent === "rank " + rank) column = i;
+    });
+    var found = null;
+    table.querySelectorAll("tbody tr").forEach(function (tr) {
+      if (tr.cells[0].textContent === category && column >= 0) {
+        found = tr.cells[column].textContent;
       }
     });
-    out.labels.push({chart: chart.id, count: texts.length,
-                     smallest: smallest});
+    return found;
+  }
+  function MeasureCharts() {
+    doc.querySelectorAll("svg.chart").forEach(function (chart) {
+      if (!Shown(chart) || measured[chart.id]) return;
+      measured[chart.id] = true;
+      var texts = chart.querySelectorAll("text");
+      var box = chart.getBoundingClientRect();
+      var smallest = null;
+      texts.forEach(function (t) {
+        var r = t.getBoundingClientRect();
+        if (smallest === null || r.height < smallest.height) {
+          smallest = {text: t.textContent, height: r.height};
+        }
+        var cut = Math.max(box.left - r.left, r.right - box.right,
+                           box.top - r.top, r.bottom - box.bottom);
+        if (cut > 0.5) {
+          out.clipped.push({chart: chart.id, text: t.textContent, px: cut});
+        }
+      });
+      out.labels.push({chart: chart.id, count: texts.length,
+                       smallest: smallest});
+      var ranks = chart.getAttribute("data-ranks");
+      if (!ranks) return;
+      chart.querySelectorAll(".legend-entry").forEach(function (entry) {
+        var shown = entry.querySelector("text").textContent;
+        ranks.split(" ").forEach(function (rank) {
+          var want = entry.getAttribute("data-category") + " " +
+                     PeakCell(entry.getAttribute("data-category"), rank);
+          ++out.legend.compared;
+          if (shown !== want) {
+            out.legend.differ.push({chart: chart.id, rank: rank,
+                                    legend: shown, table: want});
+          }
+        });
+      });
+    });
+  }
+  function Views(when) {
+    var views = {time: 0, events: 0};
+    doc.querySelectorAll("svg.chart[data-x]").forEach(function (chart) {
+      if (Shown(chart)) ++views[chart.getAttribute("data-x")];
+    });
+    out.views[when] = views;
+  }
+  doc.querySelectorAll("h1, h2, h3, p, caption, li, dt, dd, label").forEach(
+      function (element) {
+    if (!Shown(element)) return;
+    ++out.prose;
+    var r = element.getBoundingClientRect();
+    if (r.right > win.innerWidth + 0.5 || r.left < -0.5) {
+      out.prose_cut.push({text: element.textContent.slice(0, 80),
+                          right: r.right});
+    }
   });
+  var headline = doc.getElementById("headline");
+  if (headline) {
+    out.headline = {text: headline.textContent,
+                    right: headline.getBoundingClientRect().right};
+  }
+  MeasureCharts();
+  Views("before");
+  var events = doc.getElementById("x-axis-events");
+  if (events) events.click();
+  MeasureCharts();
+  Views("after");
+  if (events) doc.getElementById("x-axis-time").click();
   function Scroller(box) {
     for (var p = box.parentElement; p && p !== doc.body; p = p.parentElement) {
       var overflow = win.getComputedStyle(p).overflowX;
@@ -299,7 +391,10 @@ class ReportHtmlBrowser : public TempDirTest {
     ASSERT_EQ(ranks_.size(), 2u);
     // The page exactly as a profile writes it for the fixture's run.
     const RunView view = LoadRunView(kFixtureDir);
-    html_ = FormatReportHtml(view, BuildReportText(view));
+    const ReportText text = BuildReportText(view);
+    headline_ = text.headline;
+    ASSERT_FALSE(headline_.empty());
+    html_ = FormatReportHtml(view, text);
     page_ = dir_ / "report.html";
     WriteFile(page_, html_);
   }
@@ -375,6 +470,7 @@ class ReportHtmlBrowser : public TempDirTest {
 
   fs::path page_;
   std::string html_;
+  std::string headline_;
   std::vector<RankReport> ranks_;
 };
 
@@ -388,8 +484,15 @@ TEST_F(ReportHtmlBrowser, LaysOutEveryChartWithTheFixtureFigures) {
   ASSERT_NE(dom.find("</html>"), std::string::npos) << dom.substr(0, 500);
   const std::vector<Element> tags = StartTags(dom);
   const std::vector<Element> charts = WithClass(tags, "chart");
-  ASSERT_EQ(charts.size(), ranks_.size() + 1);
+  // The fixture's two identical ranks share one timeline chart, drawn in
+  // two x-axis views (wall time shown, allocation events hidden), and the
+  // predicted-vs-measured chart.
+  ASSERT_EQ(charts.size(), kCharts);
   for (const Element& chart : charts) {
+    if (chart.Get("data-x") == "events") {
+      EXPECT_FALSE(chart.Has("data-rendered-width")) << "the hidden view";
+      continue;
+    }
     EXPECT_GE(std::stoi(chart.Get("data-rendered-width")), 800)
         << chart.Get("id");
     EXPECT_GE(std::stoi(chart.Get("data-rendered-height")), 300)
@@ -405,11 +508,15 @@ TEST_F(ReportHtmlBrowser, LaysOutEveryChartWithTheFixtureFigures) {
     if (e.tag != "body") continue;
     body = true;
     EXPECT_EQ(e.Get("data-charts-total"), std::to_string(charts.size()));
-    EXPECT_EQ(e.Get("data-charts-rendered"), std::to_string(charts.size()));
+    EXPECT_EQ(e.Get("data-charts-shown"), std::to_string(kChartsShown));
+    EXPECT_EQ(e.Get("data-charts-rendered"), std::to_string(kChartsShown));
   }
   EXPECT_TRUE(body) << "the page's script did not run";
   ExpectChartsShowRanks(dom, ranks_);
-  EXPECT_NE(dom.find("<caption>Each category's largest live bytes"),
+  EXPECT_NE(dom.find("<p class=\"caption\">Each category's largest live bytes"),
+            std::string::npos);
+  EXPECT_NE(dom.find("<p class=\"headline\" id=\"headline\">" +
+                     EscapeXml(headline_) + "</p>"),
             std::string::npos);
   EXPECT_NE(dom.find("bit-identical on all 2 ranks"), std::string::npos);
 }
@@ -420,7 +527,7 @@ TEST_F(ReportHtmlBrowser, LaysOutEveryChartWithTheFixtureFigures) {
 // out of view with it) with its whole width reachable; no page-wide
 // sideways scroll; every number cell on one line. The figures are printed.
 TEST_F(ReportHtmlBrowser, NarrowAndWideWindowsKeepLabelsLegibleAndCutNothing) {
-  const size_t charts = ranks_.size() + 1;
+  const size_t charts = kCharts;
   for (int width : {400, 1600}) {
     SCOPED_TRACE(std::to_string(width) + " px window");
     const Json layout = MeasureLayout(width);
@@ -476,6 +583,21 @@ TEST_F(ReportHtmlBrowser, NarrowAndWideWindowsKeepLabelsLegibleAndCutNothing) {
           << name << ": " << hidden << " px stay out of reach when scrolled";
     }
 
+    for (const Json& label : layout.at("clipped")) {
+      ADD_FAILURE() << "chart " << label.at("chart").get<std::string>()
+                    << ": label \"" << label.at("text").get<std::string>()
+                    << "\" cut by " << label.at("px") << " px";
+    }
+    std::cout << "[layout " << width << " px] " << layout.at("prose")
+              << " sentences and headings, " << layout.at("prose_cut").size()
+              << " reaching past the window\n";
+    EXPECT_GT(layout.at("prose").get<int>(), 10);
+    for (const Json& cut : layout.at("prose_cut")) {
+      ADD_FAILURE() << "\"" << cut.at("text").get<std::string>()
+                    << "...\" reaches " << cut.at("right")
+                    << " px, past the window";
+    }
+
     EXPECT_GT(layout.at("number_cells").get<int>(), 0);
     std::cout << "[layout " << width << " px] " << layout.at("number_cells")
               << " number cells, " << layout.at("wrapped").size()
@@ -484,6 +606,41 @@ TEST_F(ReportHtmlBrowser, NarrowAndWideWindowsKeepLabelsLegibleAndCutNothing) {
       ADD_FAILURE() << "number cell \"" << cell.at("text").get<std::string>()
                     << "\" takes " << cell.at("lines") << " lines";
     }
+  }
+}
+
+// What the page says at a glance, at 400 and 1600 px: the headline, whole;
+// every legend figure the Peak table's for each rank of its chart; the x
+// axis switched from wall time to allocation events by its radio button.
+TEST_F(ReportHtmlBrowser, HeadlineLegendAndXAxisAtBothWidths) {
+  for (int width : {400, 1600}) {
+    SCOPED_TRACE(std::to_string(width) + " px window");
+    const Json layout = MeasureLayout(width);
+    ASSERT_FALSE(layout.is_null());
+    const Json& headline = layout.at("headline");
+    ASSERT_TRUE(headline.is_object()) << "no headline on the page";
+    EXPECT_EQ(headline.at("text").get<std::string>(), headline_);
+    EXPECT_LE(headline.at("right").get<double>(), width + 0.5);
+
+    const Json& legend = layout.at("legend");
+    std::cout << "[layout " << width << " px] " << legend.at("compared")
+              << " legend figures compared with the Peak table, "
+              << legend.at("differ").size() << " differ\n";
+    // Every category the run can hold, in both views, for each rank.
+    const size_t categories =
+        CategoriesOf(ranks_.front().context.config.train.dtype).size();
+    EXPECT_EQ(legend.at("compared").get<size_t>(),
+              categories * 2 * ranks_.size());
+    for (const Json& d : legend.at("differ")) {
+      ADD_FAILURE() << d.at("chart").get<std::string>() << " rank "
+                    << d.at("rank").get<std::string>() << ": legend \""
+                    << d.at("legend").get<std::string>() << "\", table \""
+                    << d.at("table").get<std::string>() << "\"";
+    }
+
+    const Json& views = layout.at("views");
+    EXPECT_EQ(views.at("before"), (Json{{"time", 1}, {"events", 0}}));
+    EXPECT_EQ(views.at("after"), (Json{{"time", 0}, {"events", 1}}));
   }
 }
 
@@ -529,9 +686,9 @@ TEST_F(ReportHtmlBrowser, RequestsNothingFromTheNetwork) {
   EXPECT_GT(requests.events, 0u) << "an empty network log proves nothing";
   EXPECT_TRUE(requests.for_page.empty())
       << "the page requested:" << Join(requests.for_page);
-  EXPECT_NE(dom.find("data-charts-rendered=\"" +
-                     std::to_string(ranks_.size() + 1) + "\""),
-            std::string::npos)
+  EXPECT_NE(
+      dom.find("data-charts-rendered=\"" + std::to_string(kChartsShown) + "\""),
+      std::string::npos)
       << "the page did not load in the logged run";
 }
 

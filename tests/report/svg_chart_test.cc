@@ -274,5 +274,60 @@ TEST(SvgChart, BandsAndMarkersCarryTheirRange) {
               NumAttr(bands[0], "x") + NumAttr(bands[0], "width") / 2, 0.11);
 }
 
+// A band label over a narrow band at either edge of the plot (zero_grad,
+// the step's last phase) is moved inside the drawing, not cut by its edge:
+// each label's estimated extent (7 px a character) lies within the SVG.
+TEST(SvgChart, BandLabelsStayInsideTheDrawing) {
+  StackedAreaChart chart = AllCategoriesArea();
+  const double lo = static_cast<double>(chart.x.front());
+  const double hi = static_cast<double>(chart.x.back()) + 1;
+  chart.bands = {Band{lo, lo + 0.01, "inputs", "#fbf5d9", {}},
+                 Band{hi - 0.01, hi, "zero_grad", "#ececec", {}}};
+  const std::string svg = RenderStackedArea(chart);
+  const std::regex label(
+      "<text class=\"band-label\" x=\"([0-9.]+)\" y=\"[0-9.]+\" "
+      "text-anchor=\"middle\">([^<]+)</text>");
+  int found = 0;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), label);
+       it != std::sregex_iterator(); ++it) {
+    ++found;
+    const double center = std::stod((*it)[1]);
+    const double half = 7.0 * (*it)[2].str().size() / 2;
+    EXPECT_GE(center - half, 0) << (*it)[2];
+    EXPECT_LE(center + half, chart.frame.width) << (*it)[2];
+  }
+  EXPECT_EQ(found, 2);
+}
+
+// The legend gives legend_values when there are, under its title.
+TEST(SvgChart, LegendShowsItsTitleAndGivenValues) {
+  StackedAreaChart chart = AllCategoriesArea();
+  chart.legend_title = "at the peak:";
+  for (size_t i = 0; i < chart.layers.size(); ++i) {
+    chart.legend_values.push_back(static_cast<int64_t>(i) * 1024);
+  }
+  const std::string svg = RenderStackedArea(chart);
+  EXPECT_NE(svg.find(">at the peak:</text>"), std::string::npos);
+  for (size_t i = 0; i < chart.layers.size(); ++i) {
+    EXPECT_NE(svg.find(">" + chart.layers[i].label + " " +
+                       HumanBytes(static_cast<int64_t>(i) * 1024) + "</text>"),
+              std::string::npos)
+        << chart.layers[i].label;
+  }
+}
+
+// Microseconds are ticked and labelled in milliseconds.
+TEST(SvgChart, MicrosecondTicksAreLabelledInMilliseconds) {
+  const std::vector<Tick> ticks = ValueTicks(Units::kMicroseconds, 15000);
+  ASSERT_GE(ticks.size(), 2u);
+  EXPECT_EQ(ticks.back().value, 15000);
+  EXPECT_EQ(ticks.back().label, "15");
+  EXPECT_EQ(ticks[1].value, 5000);
+  EXPECT_EQ(ticks[1].label, "5");
+  const std::vector<Tick> small = ValueTicks(Units::kMicroseconds, 1250);
+  EXPECT_GE(small.back().value, 1250);
+  EXPECT_EQ(small[1].label, "0.5");
+}
+
 }  // namespace
 }  // namespace memprof
