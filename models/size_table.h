@@ -132,6 +132,9 @@ SizeTable MlpSizeTable(const MlpConfig& config, int64_t micro_batch,
 SizeTable GptSizeTable(const GptConfig& config, int64_t micro_batch,
                        bool checkpoint_blocks = false,
                        Precision precision = Precision::kFloat32);
+SizeTable LlamaSizeTable(const LlamaConfig& config, int64_t micro_batch,
+                         bool checkpoint_blocks = false,
+                         Precision precision = Precision::kFloat32);
 SizeTable ResnetSizeTable(const ResnetConfig& config, int64_t micro_batch,
                           bool checkpoint_blocks = false,
                           Precision precision = Precision::kFloat32);
