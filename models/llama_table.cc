@@ -61,6 +61,18 @@ namespace memprof {
 // and bias copies until the forward ends; its rerun makes the weight
 // copies again, held during its backward (kRecomputedCast).
 //
+// Note [Llama backward moments]
+// A layer's backward begins in its MLP, where it peaks: at down_proj's
+// backward (the gradient flowing into the layer [B, T, d], down_proj's
+// input gradient [B, T, I] and weight gradient [d, I]), or a node later,
+// at silu x up's backward, whose two input gradients [B, T, I] are live
+// with the gradient into the layer while down_proj's input gradient takes
+// the place of down_proj's saved input, freed by then (the rows count the
+// saved input as still held, and not the gradient: the same bytes).
+// The second is the larger unless d weighs more than B*T (in bytes).
+// With a tied head, lm_head's gradient of the embedding [V, d] waits in
+// autograd's input buffer through every layer's backward.
+//
 // Note [Llama checkpointed]
 // As Note [Checkpointed activations] for GPT: forward keeps each layer's
 // input [B, T, d] (in bfloat16 when the model is); the rerun saves the
@@ -142,7 +154,8 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
             "[B, T, d]", f);
     }
   };
-  if (checkpoint_blocks) t.blocks = static_cast<int32_t>(c.num_hidden_layers);
+  // Every layer's backward is a predicted moment, checkpointed or not.
+  t.blocks = static_cast<int32_t>(c.num_hidden_layers);
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string n = "model.layers." + std::to_string(i) + ".";
     const size_t first = t.rows.size();
@@ -230,13 +243,20 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
   t.Add("nll_loss gradient", RowKind::kWorkspace, {b * T, V}, "[B*T, V]", f32);
   t.Add("log_softmax gradient", RowKind::kWorkspace, {b * T, V}, "[B*T, V]",
         f32);
+  // Each layer's backward peaks in its MLP (Note [Llama backward
+  // moments]).
   for (int32_t i = 0; i < t.blocks; ++i) {
     const std::string n = "model.layers." + std::to_string(i) + " backward: ";
     const auto w = RowKind::kWorkspace;
     const size_t first = t.rows.size();
     t.Add(n + "gradient into the layer", w, {b, T, d}, "[B, T, d]", f);
-    t.Add(n + "down_proj input gradient", w, {b, T, I}, "[B, T, I]", lo);
-    t.Add(n + "down_proj weight gradient", w, {d, I}, "[d, I]", f);
+    if (DtypeBytes(f) * d > DtypeBytes(lo) * b * T) {
+      t.Add(n + "down_proj input gradient", w, {b, T, I}, "[B, T, I]", lo);
+      t.Add(n + "down_proj weight gradient", w, {d, I}, "[d, I]", f);
+    } else {
+      t.Add(n + "silu output gradient", w, {b, T, I}, "[B, T, I]", lo);
+      t.Add(n + "up_proj output gradient", w, {b, T, I}, "[B, T, I]", lo);
+    }
     if (c.tie_word_embeddings) {
       t.Add(n + "embed_tokens gradient from lm_head", w, {V, d}, "[V, d]", f);
     }

@@ -260,12 +260,16 @@ std::string Where(const RunConfig& config, const std::string& key) {
 }
 
 // ValidateRunConfig, with the error naming where the bad value came from:
-// the flag, the file and line, or the default.
+// the flag, the file and line, or the default; an error of several keys
+// together (sizes too large to count) names the config file.
 void ValidateWhere(const RunConfig& config) {
   try {
     ValidateRunConfig(config);
   } catch (const ConfigError& e) {
     throw InputError(Where(config, e.key()) + ": " + e.what());
+  } catch (const InputError& e) {
+    if (config.source.empty()) throw;
+    throw InputError(config.source + ": " + e.what());
   }
 }
 

@@ -326,7 +326,8 @@ TEST_F(CliTest, BadModelConfigsNameTheKeyAndTheFile) {
       {llama + "tie_word_embeddings = maybe\n",
        ":3: the argument ('maybe') for option 'llama.tie_word_embeddings' is "
        "invalid"},
-      {llama + "hidden_size = 2147483647\nintermediate_size = 2147483647\n",
+      {llama + "hidden_size = 2147483647\nintermediate_size = 2147483647\n"
+               "head_dim = 64\n",
        "too large for memprof to count in bytes"},
   };
   int i = 0;

@@ -293,8 +293,9 @@ INSTANTIATE_TEST_SUITE_P(
 // Llama, at one rank in this process: both CI configs (llama-tiny: tied,
 // grouped-query; llama-odd: untied, q/k/v biases, head_dim * heads !=
 // hidden_size) at micro-batches 1, 2 and 5, in float32, bf16-autocast and
-// bfloat16, checkpointed and not: model state to the byte, activations
-// within 1%, the peak within 3%.
+// bfloat16, checkpointed and not: model state and the weights' bfloat16
+// copies to the byte, activations within 1%, the peak within 3% (in
+// bfloat16, at least 97% of the prediction: oneDNN's scratchpads).
 struct LlamaCase {
   std::string preset;
   int64_t micro_batch;
@@ -321,7 +322,10 @@ TEST_P(LlamaPrediction, MatchesMeasurement) {
   const RankReport report = ReportOf(RunSolo(PresetConfig(c.preset, args)));
   std::ostringstream label;
   PrintTo(c, &label);
-  ExpectPredictionHolds(report, label.str(), /*scratch_unpredicted=*/false,
+  // In bfloat16, oneDNN's matmul scratchpads (prediction_checks.h) reach
+  // the peak: it is checked from below.
+  ExpectPredictionHolds(report, label.str(),
+                        /*scratch_unpredicted=*/c.dtype != "float32",
                         Band{/*activations_percent=*/1, /*peak_percent=*/3});
 }
 

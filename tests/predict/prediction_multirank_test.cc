@@ -37,11 +37,11 @@ constexpr const char* kCheckpointedAutocast =
     "--train.dtype bf16-autocast --train.activation_checkpointing blocks";
 
 // Where oneDNN's bfloat16 scratchpads are not predicted
-// (prediction_checks.h): every bfloat16 run but GPT's and Llama's, whose
-// peak they do not reach.
+// (prediction_checks.h): every bfloat16 run but GPT's, whose peak they do
+// not reach.
 bool ScratchUnpredicted(const std::string& preset, const std::string& extra) {
   return extra.find("--train.dtype") != std::string::npos &&
-         preset != "gpt-tiny" && preset.rfind("llama-", 0) != 0;
+         preset != "gpt-tiny";
 }
 
 // Llama's table earns tighter bands (tests/models/model_test.cc runs its
