@@ -77,9 +77,10 @@ po::options_description ConfigKeys(RunConfig& c) {
       "train.dtype", po::value(&c.train.dtype), "float32")(
       "train.activation_checkpointing",
       po::value(&c.train.activation_checkpointing),
-      "none | blocks (each GPT or ResNet block recomputed in backward)")(
-      "train.zero_grad_set_to_none", po::value(&c.train.zero_grad_set_to_none),
-      "free gradients after each step instead of zeroing them")(
+      "none | blocks (each GPT or Llama layer or ResNet block recomputed "
+      "in backward)")("train.zero_grad_set_to_none",
+                      po::value(&c.train.zero_grad_set_to_none),
+                      "free gradients after each step instead of zeroing them")(
       "train.seed", po::value(&c.train.seed), "random seed")(
       "train.device", po::value(&c.train.device),
       "cpu | cuda (local rank r trains on GPU r)")(
