@@ -79,6 +79,48 @@ void ValidateGpt(const GptConfig& g) {
   }
 }
 
+void ValidateLlama(const LlamaConfig& l) {
+  RequireSize("llama.num_hidden_layers", l.num_hidden_layers, kMaxLayers);
+  RequireSize("llama.hidden_size", l.hidden_size);
+  RequireSize("llama.intermediate_size", l.intermediate_size);
+  RequireSize("llama.num_attention_heads", l.num_attention_heads);
+  RequireSize("llama.vocab_size", l.vocab_size);
+  RequireSize("llama.seq_len", l.seq_len);
+  // 0 stands for config.json's null (the default); anything else is a size.
+  if (l.num_key_value_heads != 0) {
+    RequireSize("llama.num_key_value_heads", l.num_key_value_heads);
+    if (l.num_attention_heads % l.num_key_value_heads != 0) {
+      throw ConfigError(
+          "llama.num_key_value_heads",
+          "llama.num_key_value_heads " + std::to_string(l.num_key_value_heads) +
+              " does not divide llama.num_attention_heads " +
+              std::to_string(l.num_attention_heads) +
+              ": each key/value head serves a whole group of query heads; "
+              "choose a divisor (or 0 for one per query head)");
+    }
+  }
+  if (l.head_dim != 0) {
+    RequireSize("llama.head_dim", l.head_dim);
+  } else if (l.hidden_size % l.num_attention_heads != 0) {
+    throw ConfigError("llama.num_attention_heads",
+                      "llama.num_attention_heads " +
+                          std::to_string(l.num_attention_heads) +
+                          " does not divide llama.hidden_size " +
+                          std::to_string(l.hidden_size) +
+                          ", and llama.head_dim is not set; choose heads "
+                          "that divide the width, or set head_dim");
+  }
+  if (HeadDim(l) % 2 != 0) {
+    throw ConfigError(
+        l.head_dim != 0 ? "llama.head_dim" : "llama.num_attention_heads",
+        "the head width " + std::to_string(HeadDim(l)) +
+            " is odd: the rotary embedding turns pairs of its halves; "
+            "choose an even llama.head_dim");
+  }
+  RequireFinitePositive("llama.rms_norm_eps", l.rms_norm_eps);
+  RequireFinitePositive("llama.rope_theta", l.rope_theta);
+}
+
 void ValidateResnet(const ResnetConfig& r, int64_t micro_batch) {
   RequirePositive("resnet.depth", r.depth);
   if (!ResnetStagesOf(r.depth)) {
@@ -145,6 +187,8 @@ void ValidateRunConfig(const RunConfig& c) {
     RequireSize("mlp.output", c.mlp.output);
   } else if (c.model == "gpt") {
     ValidateGpt(c.gpt);
+  } else if (c.model == "llama") {
+    ValidateLlama(c.llama);
   } else if (c.model != "resnet") {
     throw ConfigError("model", "unknown model '" + c.model +
                                    "'; known models: " + kKnownModels);
@@ -222,8 +266,8 @@ void ValidateRunConfig(const RunConfig& c) {
   if (c.train.activation_checkpointing == "blocks" && c.model == "mlp") {
     throw ConfigError("train.activation_checkpointing",
                       "train.activation_checkpointing blocks needs a model "
-                      "with blocks (gpt: transformer blocks, resnet: residual "
-                      "blocks); mlp has none: use none");
+                      "with blocks (gpt, llama: transformer blocks, resnet: "
+                      "residual blocks); mlp has none: use none");
   }
   if (c.train.dtype != "float32" && c.train.dtype != "bf16-autocast" &&
       c.train.dtype != "bfloat16") {

@@ -1,6 +1,7 @@
 #include "models/model.h"
 
 #include "models/gpt.h"
+#include "models/llama.h"
 #include "models/mlp.h"
 #include "models/resnet.h"
 #include "profiler/base/errors.h"
@@ -15,6 +16,9 @@ std::unique_ptr<TrainableModel> Build(const RunConfig& config) {
       config.train.activation_checkpointing == "blocks";
   if (config.model == "gpt") {
     return std::make_unique<GptModel>(config.gpt, checkpoint_blocks);
+  }
+  if (config.model == "llama") {
+    return std::make_unique<LlamaModel>(config.llama, checkpoint_blocks);
   }
   if (config.model == "resnet") {
     return std::make_unique<ResnetModel>(config.resnet, checkpoint_blocks);

@@ -156,6 +156,10 @@ SizeTable BuildSizeTable(const RunConfig& config, int64_t micro_batch) {
   if (config.model == "gpt") {
     return GptSizeTable(config.gpt, micro_batch, checkpoint_blocks, precision);
   }
+  if (config.model == "llama") {
+    return LlamaSizeTable(config.llama, micro_batch, checkpoint_blocks,
+                          precision);
+  }
   if (config.model == "resnet") {
     return ResnetSizeTable(config.resnet, micro_batch, checkpoint_blocks,
                            precision);

@@ -114,7 +114,7 @@ struct SizeTable {
   int64_t Elements(RowKind kind) const;
   int64_t Bytes(RowKind kind) const;
   // Blocks whose backward is a predicted moment, 0 .. blocks - 1:
-  // checkpointed blocks, or the MLP's hidden layers; 0: none.
+  // checkpointed blocks, Llama's layers, or the MLP's hidden layers; 0: none.
   int32_t blocks = 0;
   // The largest single parameter tensor, in bytes.
   int64_t LargestParameterBytes() const;
@@ -132,6 +132,9 @@ SizeTable MlpSizeTable(const MlpConfig& config, int64_t micro_batch,
 SizeTable GptSizeTable(const GptConfig& config, int64_t micro_batch,
                        bool checkpoint_blocks = false,
                        Precision precision = Precision::kFloat32);
+SizeTable LlamaSizeTable(const LlamaConfig& config, int64_t micro_batch,
+                         bool checkpoint_blocks = false,
+                         Precision precision = Precision::kFloat32);
 SizeTable ResnetSizeTable(const ResnetConfig& config, int64_t micro_batch,
                           bool checkpoint_blocks = false,
                           Precision precision = Precision::kFloat32);

@@ -13,6 +13,17 @@ std::string DdpBackend(const RunConfig& c) {
   return c.train.device == "cuda" ? "nccl" : "gloo";
 }
 
+int64_t KeyValueHeads(const LlamaConfig& c) {
+  return c.num_key_value_heads > 0 ? c.num_key_value_heads
+                                   : c.num_attention_heads;
+}
+
+int64_t HeadDim(const LlamaConfig& c) {
+  return c.head_dim > 0 || c.num_attention_heads <= 0
+             ? c.head_dim
+             : c.hidden_size / c.num_attention_heads;
+}
+
 namespace {
 
 nlohmann::json ModelSectionJson(const RunConfig& c) {
@@ -20,6 +31,23 @@ nlohmann::json ModelSectionJson(const RunConfig& c) {
     return {{"layers", c.gpt.layers}, {"d_model", c.gpt.d_model},
             {"heads", c.gpt.heads},   {"seq_len", c.gpt.seq_len},
             {"vocab", c.gpt.vocab},   {"dropout", c.gpt.dropout}};
+  }
+  if (c.model == "llama") {
+    const LlamaConfig& l = c.llama;
+    return {{"num_hidden_layers", l.num_hidden_layers},
+            {"hidden_size", l.hidden_size},
+            {"intermediate_size", l.intermediate_size},
+            {"num_attention_heads", l.num_attention_heads},
+            {"num_key_value_heads", KeyValueHeads(l)},
+            {"head_dim", HeadDim(l)},
+            {"vocab_size", l.vocab_size},
+            {"tie_word_embeddings", l.tie_word_embeddings},
+            {"attention_bias", l.attention_bias},
+            {"qkv_bias", l.qkv_bias},
+            {"mlp_bias", l.mlp_bias},
+            {"rms_norm_eps", l.rms_norm_eps},
+            {"rope_theta", l.rope_theta},
+            {"seq_len", l.seq_len}};
   }
   if (c.model == "resnet") {
     return {{"depth", c.resnet.depth},

@@ -29,6 +29,33 @@ struct GptConfig {
   double dropout = 0;  // in [0, 1)
 };
 
+// Llama-family decoders (Llama, Mistral, Qwen2), keys named as in a
+// Hugging Face config.json: RMSNorm, rotary positions, grouped-query
+// attention, a SwiGLU MLP, tied or untied output head (models/llama.h).
+struct LlamaConfig {
+  int64_t num_hidden_layers = 32;
+  int64_t hidden_size = 4096;
+  int64_t intermediate_size = 11008;
+  int64_t num_attention_heads = 32;
+  // 0: as many as num_attention_heads (config.json's null); else divides it.
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;  // 0: hidden_size / num_attention_heads; even
+  int64_t vocab_size = 32000;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // biases on q_proj, k_proj, v_proj, o_proj
+  // Biases on q_proj, k_proj and v_proj only, as Qwen2 always has (not a
+  // config.json field: Qwen2ForCausalLM implies it).
+  bool qkv_bias = false;
+  bool mlp_bias = false;  // biases on gate_proj, up_proj, down_proj
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000;
+  int64_t seq_len = 2048;  // tokens per sample
+};
+
+// num_key_value_heads and head_dim with their defaults resolved.
+int64_t KeyValueHeads(const LlamaConfig& config);
+int64_t HeadDim(const LlamaConfig& config);
+
 // ResNet v1.5 (stride in the 3x3 conv) with BatchNorm, as torchvision's.
 struct ResnetConfig {
   int64_t depth = 50;        // 18 | 34 (basic blocks), 50 | 101 | 152
@@ -45,7 +72,7 @@ struct TrainConfig {
   double momentum = 0;  // sgd: one momentum buffer per parameter when > 0
   double lr = 1e-3;
   std::string dtype = "float32";
-  // none | blocks: each GPT transformer block and ResNet residual block
+  // none | blocks: each GPT or Llama transformer block and ResNet block
   // reruns its forward in backward (models/checkpoint.h).
   std::string activation_checkpointing = "none";
   std::string device = "cpu";  // cpu | cuda (local rank r on cuda:r)
@@ -75,12 +102,13 @@ struct RunConfig {
   std::string model = "mlp";
   MlpConfig mlp;
   GptConfig gpt;
+  LlamaConfig llama;
   ResnetConfig resnet;
   TrainConfig train;
   DdpConfig ddp;
 };
 
-inline constexpr const char* kKnownModels = "mlp, gpt, resnet";
+inline constexpr const char* kKnownModels = "mlp, gpt, llama, resnet";
 
 // Micro-batch per rank: train.global_batch / world_size when set.
 int64_t MicroBatch(const RunConfig& config);

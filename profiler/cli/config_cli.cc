@@ -26,7 +26,7 @@ namespace {
 po::options_description ConfigKeys(RunConfig& c) {
   po::options_description keys("Config keys (in a file, or as --section.key)");
   keys.add_options()("model", po::value(&c.model),
-                     "model family: mlp | gpt | resnet")(
+                     "model family: mlp | gpt | llama | resnet")(
       "mlp.input", po::value(&c.mlp.input), "input features")(
       "mlp.hidden", po::value(&c.mlp.hidden), "hidden width")(
       "mlp.depth", po::value(&c.mlp.depth), "number of hidden layers")(
@@ -37,6 +37,30 @@ po::options_description ConfigKeys(RunConfig& c) {
       "gpt.seq_len", po::value(&c.gpt.seq_len), "tokens per sample")(
       "gpt.vocab", po::value(&c.gpt.vocab), "vocabulary size")(
       "gpt.dropout", po::value(&c.gpt.dropout), "dropout probability")(
+      "llama.num_hidden_layers", po::value(&c.llama.num_hidden_layers),
+      "decoder layers")("llama.hidden_size", po::value(&c.llama.hidden_size),
+                        "model width")("llama.intermediate_size",
+                                       po::value(&c.llama.intermediate_size),
+                                       "the MLP's width (gate_proj, up_proj)")(
+      "llama.num_attention_heads", po::value(&c.llama.num_attention_heads),
+      "query heads")(
+      "llama.num_key_value_heads", po::value(&c.llama.num_key_value_heads),
+      "key/value heads, dividing the query heads (0: as many as the query "
+      "heads)")("llama.head_dim", po::value(&c.llama.head_dim),
+                "width of a head, even (0: hidden_size / num_attention_heads)")(
+      "llama.vocab_size", po::value(&c.llama.vocab_size), "vocabulary size")(
+      "llama.tie_word_embeddings", po::value(&c.llama.tie_word_embeddings),
+      "the output head is the token embedding (true | false)")(
+      "llama.attention_bias", po::value(&c.llama.attention_bias),
+      "biases on q_proj, k_proj, v_proj and o_proj (true | false)")(
+      "llama.qkv_bias", po::value(&c.llama.qkv_bias),
+      "biases on q_proj, k_proj and v_proj only, as Qwen2 (true | false)")(
+      "llama.mlp_bias", po::value(&c.llama.mlp_bias),
+      "biases on gate_proj, up_proj and down_proj (true | false)")(
+      "llama.rms_norm_eps", po::value(&c.llama.rms_norm_eps),
+      "RMSNorm's epsilon")("llama.rope_theta", po::value(&c.llama.rope_theta),
+                           "rotary base frequency")(
+      "llama.seq_len", po::value(&c.llama.seq_len), "tokens per sample")(
       "resnet.depth", po::value(&c.resnet.depth), "18 | 34 | 50 | 101 | 152")(
       "resnet.width", po::value(&c.resnet.width),
       "channels of the first stage (64 in the published models)")(
@@ -55,9 +79,10 @@ po::options_description ConfigKeys(RunConfig& c) {
       "train.dtype", po::value(&c.train.dtype), "float32")(
       "train.activation_checkpointing",
       po::value(&c.train.activation_checkpointing),
-      "none | blocks (each GPT or ResNet block recomputed in backward)")(
-      "train.zero_grad_set_to_none", po::value(&c.train.zero_grad_set_to_none),
-      "free gradients after each step instead of zeroing them")(
+      "none | blocks (each GPT or Llama layer or ResNet block recomputed "
+      "in backward)")("train.zero_grad_set_to_none",
+                      po::value(&c.train.zero_grad_set_to_none),
+                      "free gradients after each step instead of zeroing them")(
       "train.seed", po::value(&c.train.seed), "random seed")(
       "train.device", po::value(&c.train.device),
       "cpu | cuda (local rank r trains on GPU r)")(
@@ -281,16 +306,20 @@ std::string Where(const RunConfig& config, const std::string& key) {
 }
 
 // ValidateRunConfig, with the error naming where the bad value came from:
-// the flag, the file and line, or the default.
+// the flag, the file and line, or the default; an error of several keys
+// together (sizes too large to count) names the config file.
 void ValidateWhere(const RunConfig& config) {
   try {
     ValidateRunConfig(config);
   } catch (const ConfigError& e) {
     throw InputError(Where(config, e.key()) + ": " + e.what());
+  } catch (const InputError& e) {
+    if (config.source.empty()) throw;
+    throw InputError(config.source + ": " + e.what());
   }
 }
 
-constexpr const char* kModelSections[] = {"mlp", "gpt", "resnet"};
+constexpr const char* kModelSections[] = {"mlp", "gpt", "llama", "resnet"};
 
 // A section, a key in the file or a flag for a model other than the chosen
 // one would be ignored: InputError naming it, its line and the remedy.
@@ -306,7 +335,7 @@ void RefuseOtherModels(const RunConfig& config, const po::variables_map& cli,
     for (const char* other : kModelSections) known |= section == other;
     if (!known) {
       throw InputError(At(path, line) + ": unknown section [" + section +
-                       "]; known: mlp, gpt, resnet, train, ddp");
+                       "]; known: mlp, gpt, llama, resnet, train, ddp");
     }
     if (section != config.model && section != "train" && section != "ddp") {
       throw InputError(At(path, line) + ": section [" + section +
@@ -342,7 +371,22 @@ void RefuseOtherModels(const RunConfig& config, const po::variables_map& cli,
 // --config at all a built-in MLP). Every other key (steps, optimizer, lr,
 // dtype, DDP) has a default, shown with its origin in the effective config
 // at the top of every run and in its reports. gpt.dropout is not a size
-// key: its default, 0, is no dropout.
+// key: its default, 0, is no dropout. Nor are llama's keys that
+// config.json may leave out (kLlamaOptionalKeys): they default as the
+// Hugging Face classes do.
+constexpr const char* kLlamaOptionalKeys[] = {
+    "llama.num_key_value_heads", "llama.head_dim",  "llama.tie_word_embeddings",
+    "llama.attention_bias",      "llama.qkv_bias",  "llama.mlp_bias",
+    "llama.rms_norm_eps",        "llama.rope_theta"};
+
+bool IsOptionalKey(const std::string& key) {
+  if (key == "gpt.dropout") return true;
+  for (const char* optional : kLlamaOptionalKeys) {
+    if (key == optional) return true;
+  }
+  return false;
+}
+
 void RequireModelChoice(const RunConfig& config, const std::string& command,
                         const std::string& path) {
   // `path`: the config file, or the config.json when there is none.
@@ -365,7 +409,7 @@ void RequireModelChoice(const RunConfig& config, const std::string& command,
   std::string missing;
   for (const ConfigEntry& entry : EffectiveConfig(config)) {
     if (entry.key.rfind(config.model + ".", 0) == 0 &&
-        entry.key != "gpt.dropout" && !given(entry.key)) {
+        !IsOptionalKey(entry.key) && !given(entry.key)) {
       missing += (missing.empty() ? "" : ", ") + entry.key;
     }
   }

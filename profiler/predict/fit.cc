@@ -124,12 +124,25 @@ std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
                           /*one_rank=*/true});
       }
     }
-    const bool gpt = config.model == "gpt";
-    if (gpt || config.model == "resnet") {
-      const int64_t now = gpt ? config.gpt.seq_len : config.resnet.resolution;
+    // The sequence length (gpt, llama) or the image resolution (resnet).
+    int64_t* size_of_config = nullptr;
+    RunConfig changed = config;
+    std::string key, what = "the longest sequence that fits";
+    if (config.model == "gpt") {
+      size_of_config = &changed.gpt.seq_len;
+      key = "--gpt.seq_len ";
+    } else if (config.model == "llama") {
+      size_of_config = &changed.llama.seq_len;
+      key = "--llama.seq_len ";
+    } else if (config.model == "resnet") {
+      size_of_config = &changed.resnet.resolution;
+      key = "--resnet.resolution ";
+      what = "the largest resolution that fits";
+    }
+    if (size_of_config != nullptr) {
+      const int64_t now = *size_of_config;
       auto at = [&](int64_t size) {
-        RunConfig changed = config;
-        (gpt ? changed.gpt.seq_len : changed.resnet.resolution) = size;
+        *size_of_config = size;
         return changed;
       };
       int64_t smallest = 1;  // the smallest size the model accepts
@@ -141,10 +154,7 @@ std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
         const int64_t size = LargestThat(smallest, now - 1, [&](int64_t n) {
           return figure_with(at(n)) <= budget;
         });
-        levers.push_back({gpt ? "the longest sequence that fits"
-                              : "the largest resolution that fits",
-                          (gpt ? "--gpt.seq_len " : "--resnet.resolution ") +
-                              std::to_string(size),
+        levers.push_back({what, key + std::to_string(size),
                           figure_with(at(size)), /*one_rank=*/true});
       }
     }

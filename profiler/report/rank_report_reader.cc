@@ -175,6 +175,23 @@ RunConfig RankReportReader::Config(const Json& c,
                   r_.Bytes(m, model_where, "seq_len"),
                   r_.Bytes(m, model_where, "vocab"),
                   r_.Number(m, model_where, "dropout")};
+  } else if (config.model == "llama") {
+    const Json& m = r_.Object(c, where, "llama");
+    LlamaConfig& l = config.llama;
+    l.num_hidden_layers = r_.Bytes(m, model_where, "num_hidden_layers");
+    l.hidden_size = r_.Bytes(m, model_where, "hidden_size");
+    l.intermediate_size = r_.Bytes(m, model_where, "intermediate_size");
+    l.num_attention_heads = r_.Bytes(m, model_where, "num_attention_heads");
+    l.num_key_value_heads = r_.Bytes(m, model_where, "num_key_value_heads");
+    l.head_dim = r_.Bytes(m, model_where, "head_dim");
+    l.vocab_size = r_.Bytes(m, model_where, "vocab_size");
+    l.tie_word_embeddings = r_.Bool(m, model_where, "tie_word_embeddings");
+    l.attention_bias = r_.Bool(m, model_where, "attention_bias");
+    l.qkv_bias = r_.Bool(m, model_where, "qkv_bias");
+    l.mlp_bias = r_.Bool(m, model_where, "mlp_bias");
+    l.rms_norm_eps = r_.Number(m, model_where, "rms_norm_eps");
+    l.rope_theta = r_.Number(m, model_where, "rope_theta");
+    l.seq_len = r_.Bytes(m, model_where, "seq_len");
   } else if (config.model == "resnet") {
     const Json& m = r_.Object(c, where, "resnet");
     config.resnet = {r_.Bytes(m, model_where, "depth"),

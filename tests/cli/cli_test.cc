@@ -280,6 +280,7 @@ TEST_F(CliTest, MalformedAndNonPositiveValuesAreBadInput) {
 // for profile and predict alike, with nothing run.
 TEST_F(CliTest, BadModelConfigsNameTheKeyAndTheFile) {
   const std::string model = "model = gpt\n[gpt]\n";
+  const std::string llama = "model = llama\n[llama]\n";
   const std::pair<std::string, std::string> cases[] = {
       {model + "d_model = 64\nheads = 5\n",
        ":4: key 'gpt.heads': gpt.heads 5 does not divide gpt.d_model 64"},
@@ -293,7 +294,7 @@ TEST_F(CliTest, BadModelConfigsNameTheKeyAndTheFile) {
        "'gpt.layers' is invalid"},
       {"model = transformer\n",
        ":1: key 'model': unknown model 'transformer'; known models: mlp, gpt, "
-       "resnet"},
+       "llama, resnet"},
       {"model = resnet\n[resnet]\ndepth = 42\n",
        ":3: key 'resnet.depth': unsupported resnet.depth 42; supported: 18, "
        "34, 50, 101, 152"},
@@ -301,6 +302,33 @@ TEST_F(CliTest, BadModelConfigsNameTheKeyAndTheFile) {
        "resnet.width must be positive"},
       {"model = resnet\n[resnet]\nresolution = 32\n[train]\nmicro_batch = 1\n",
        "resnet.resolution 32 leaves the last stage at 1x1"},
+      {llama + "num_attention_heads = 6\nnum_key_value_heads = 4\n",
+       ":4: key 'llama.num_key_value_heads': llama.num_key_value_heads 4 "
+       "does not divide llama.num_attention_heads 6"},
+      {llama + "hidden_size = 64\nnum_attention_heads = 6\n",
+       ":4: key 'llama.num_attention_heads': llama.num_attention_heads 6 "
+       "does not divide llama.hidden_size 64, and llama.head_dim is not set"},
+      {llama + "head_dim = 7\n",
+       ":3: key 'llama.head_dim': the head width 7 is odd"},
+      {llama + "intermediate_size = 0\n",
+       ":3: key 'llama.intermediate_size': llama.intermediate_size must be "
+       "positive, got 0"},
+      {llama + "num_key_value_heads = -2\n",
+       "llama.num_key_value_heads must be positive, got -2"},
+      {llama + "hidden_size = 4294967296\n",
+       ":3: key 'llama.hidden_size': llama.hidden_size must be at most "
+       "2147483647"},
+      {llama + "rms_norm_eps = 0\n",
+       ":3: key 'llama.rms_norm_eps': llama.rms_norm_eps must be a finite "
+       "positive number, got 0"},
+      {llama + "rope_theta = inf\n",
+       "llama.rope_theta must be a finite positive number, got inf"},
+      {llama + "tie_word_embeddings = maybe\n",
+       ":3: the argument ('maybe') for option 'llama.tie_word_embeddings' is "
+       "invalid"},
+      {llama + "hidden_size = 2147483647\nintermediate_size = 2147483647\n"
+               "head_dim = 64\n",
+       "too large for memprof to count in bytes"},
   };
   int i = 0;
   for (const auto& [text, expected] : cases) {

@@ -410,7 +410,7 @@ TEST_F(ConfigCliTest, ASectionForAnotherModelIsRefusedAtItsLine) {
   const std::string typo = Write("typo.ini", std::string(kGood) + "[trian]\n");
   EXPECT_NE(ErrorOf({"--config", typo})
                 .find(typo + ":10: unknown section [trian]; known: mlp, gpt, "
-                             "resnet, train, ddp"),
+                             "llama, resnet, train, ddp"),
             std::string::npos);
 }
 

@@ -65,6 +65,30 @@ TEST(Fit, VerdictFollowsTheBudget) {
       << FitVerdictSentence(small);
 }
 
+// llama-tiny at micro-batch 1 (T = 32) over a budget just under its peak:
+// the longest llama.seq_len that fits is a lever, the longest that does.
+TEST(Fit, ShortensALlamaSequence) {
+  const std::string llama = MEMPROF_SOURCE_DIR "/configs/llama-tiny.ini";
+  const std::vector<std::string> one = {"--micro-batch", "1"};
+  const RunConfig config =
+      ParseFitArgs({"--config", llama, "--budget", "1", "--micro-batch", "1"})
+          .config;
+  const int64_t budget = PredictedPeakAt(config, 1) - 1;
+  const FitAnswer a = FitOf(llama, budget, one);
+  ASSERT_NE(a.verdict, FitVerdict::kFits);
+  const FitLever* shorter = nullptr;
+  for (const FitLever& lever : a.levers) {
+    if (lever.flags.rfind("--llama.seq_len ", 0) == 0) shorter = &lever;
+  }
+  ASSERT_NE(shorter, nullptr) << FormatFit(a, config);
+  const int64_t t = std::stoll(shorter->flags.substr(16));
+  EXPECT_LT(t, 32);
+  EXPECT_LE(shorter->peak_bytes, budget);
+  RunConfig longer = config;
+  longer.llama.seq_len = t + 1;
+  EXPECT_GT(PredictedPeakAt(longer, 1), budget) << "the longest: " << t;
+}
+
 // Note [Fit levers]: gpt2-small at micro-batch 1 (T = 1024) does not fit
 // 3 GiB, though its model state (2.32 GiB) does: checkpointing and a
 // shorter sequence would, each the longest that does; ZeRO needs ranks.

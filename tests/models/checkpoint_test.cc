@@ -112,6 +112,9 @@ INSTANTIATE_TEST_SUITE_P(
         CheckpointCase{"gpt-tiny",
                        {"--gpt.dropout", "0.1", "--train.dtype", "bfloat16"},
                        2},
+        CheckpointCase{"llama-tiny", {}, 2}, CheckpointCase{"llama-odd", {}, 1},
+        CheckpointCase{"llama-odd", {"--train.dtype", "bf16-autocast"}, 2},
+        CheckpointCase{"llama-tiny", {"--train.dtype", "bfloat16"}, 2},
         CheckpointCase{"resnet-tiny", {"--train.dtype", "bf16-autocast"}, 2},
         CheckpointCase{"resnet-tiny", {"--train.dtype", "bfloat16"}, 2}),
     [](const ::testing::TestParamInfo<CheckpointCase>& info) {

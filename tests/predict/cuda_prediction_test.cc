@@ -48,7 +48,14 @@ TEST(CudaPrediction, RequestsAtThePeakAreThePredictedPeak) {
            {"resnet-tiny",
             {"--train.dtype", "bf16-autocast",
              "--train.activation_checkpointing", "blocks"}},
-           {"gpt-tiny", {"--train.dtype", "bfloat16"}}}) {
+           {"gpt-tiny", {"--train.dtype", "bfloat16"}},
+           {"llama-tiny", {}},
+           {"llama-odd", {"--train.activation_checkpointing", "blocks"}},
+           {"llama-tiny",
+            {"--train.dtype", "bf16-autocast",
+             "--train.activation_checkpointing", "blocks"}},
+           {"llama-odd",
+            {"--train.dtype", "bfloat16", "--micro-batch", "5"}}}) {
     const RunConfig config = Preset(name, extra);
     const Prediction p = Predict(config);
     const CudaPrediction cuda = PredictOnCuda(p, config);

@@ -1,14 +1,15 @@
 // What must hold between a rank report's measured figures and its
 // prediction: model state and the weights' bfloat16 copies to the byte,
-// activations within 3%, the steady-state peak within 5%.
+// activations within 3%, the steady-state peak within 5% (tighter bands
+// where a model's table earns them: Llama's 1% and 3%).
 //
 // In bfloat16 (bf16-autocast, bfloat16) oneDNN's matmuls and convolutions
 // ask for scratchpads that depend on the CPU's instructions (on AMX, 22 KB
 // for a 64 x 64 weight gradient, 3.1 MB for resnet-tiny's stem:
-// docs/mixed-precision-and-checkpointing.md) and that the tables do not
-// predict: there
+// docs/mixed-precision-and-checkpointing.md; up to 87 KiB above llama-odd's
+// predicted peak) and that the tables do not predict: there
 // `scratch_unpredicted` checks the peak from below only (measured at least
-// 95% of predicted).
+// 100 - peak_percent % of predicted).
 #pragma once
 
 #include <cstdlib>
@@ -20,9 +21,17 @@
 
 namespace memprof {
 
+// How far measured activations and peak may be from their predictions, in
+// percent of the prediction.
+struct Band {
+  int64_t activations_percent = 3;
+  int64_t peak_percent = 5;
+};
+
 inline void ExpectPredictionHolds(const RankReport& rank,
                                   const std::string& label,
-                                  bool scratch_unpredicted = false) {
+                                  bool scratch_unpredicted = false,
+                                  Band band = {}) {
   SCOPED_TRACE(label + ", rank " + std::to_string(rank.context.rank));
   for (Category exact :
        {Category::kWeights, Category::kGradients, Category::kOptimizerState,
@@ -38,17 +47,19 @@ inline void ExpectPredictionHolds(const RankReport& rank,
   const int64_t activations = rank.Of(Category::kActivations).peak_bytes;
   const int64_t predicted = rank.Of(Category::kActivations).predicted_bytes;
   EXPECT_GT(predicted, 0);
-  EXPECT_LE(std::llabs(activations - predicted), predicted * 3 / 100)
+  EXPECT_LE(std::llabs(activations - predicted),
+            predicted * band.activations_percent / 100)
       << "activations: measured " << activations << ", predicted " << predicted;
   const int64_t peak = rank.peak.total_bytes;
   const int64_t peak_predicted = rank.predicted_peak.total_bytes;
   if (scratch_unpredicted) {
-    EXPECT_GE(peak, peak_predicted - peak_predicted * 5 / 100)
+    EXPECT_GE(peak, peak_predicted - peak_predicted * band.peak_percent / 100)
         << "peak: measured " << peak << " in " << PhaseName(rank.peak.phase)
         << ", predicted " << peak_predicted;
     return;
   }
-  EXPECT_LE(std::llabs(peak - peak_predicted), peak_predicted * 5 / 100)
+  EXPECT_LE(std::llabs(peak - peak_predicted),
+            peak_predicted * band.peak_percent / 100)
       << "peak: measured " << peak << " in " << PhaseName(rank.peak.phase)
       << ", predicted " << peak_predicted;
 }

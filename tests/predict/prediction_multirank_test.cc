@@ -44,6 +44,12 @@ bool ScratchUnpredicted(const std::string& preset, const std::string& extra) {
          preset != "gpt-tiny";
 }
 
+// Llama's table earns tighter bands (tests/models/model_test.cc runs its
+// whole matrix at one rank).
+Band BandOf(const std::string& preset) {
+  return preset.rfind("llama-", 0) == 0 ? Band{1, 3} : Band{};
+}
+
 TEST_P(TwoRankPrediction, EveryRankMeetsItsPrediction) {
   const TwoRankCase& c = GetParam();
   const TempDir temp_dir;
@@ -59,7 +65,8 @@ TEST_P(TwoRankPrediction, EveryRankMeetsItsPrediction) {
     ExpectPredictionHolds(report,
                           c.preset + " at micro-batch " +
                               std::to_string(c.micro_batch) + " " + c.extra,
-                          ScratchUnpredicted(c.preset, c.extra));
+                          ScratchUnpredicted(c.preset, c.extra),
+                          BandOf(c.preset));
   }
   // The printed table carries the error column.
   EXPECT_NE(r.output.find("predicted"), std::string::npos) << r.output;
@@ -99,6 +106,11 @@ INSTANTIATE_TEST_SUITE_P(
         TwoRankCase{"mlp-tiny", 2,
                     "--train.dtype bfloat16 --train.optimizer adamw"},
         TwoRankCase{"gpt-tiny", 2, kCheckpointedAutocast},
+        TwoRankCase{"llama-tiny", 1, ""},
+        TwoRankCase{"llama-odd", 5, kCheckpointed},
+        TwoRankCase{"llama-tiny", 2, kAutocast},
+        TwoRankCase{"llama-odd", 2, kBfloat16},
+        TwoRankCase{"llama-odd", 2, "--ddp.zero_stage 1"},
         TwoRankCase{"resnet-tiny", 2, kCheckpointedAutocast}),
     [](const ::testing::TestParamInfo<TwoRankCase>& info) {
       // "gpt-tiny", 2, "--train.dtype bfloat16" -> gpt_tiny_b2_dtype_bfloat16

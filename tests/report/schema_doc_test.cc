@@ -54,7 +54,7 @@ std::set<std::string> EmittedKeys() {
   report.checkpointing = CheckpointingFigures{};
   report.post_mortem = PostMortemFigures{};
   std::set<std::string> keys;
-  for (const char* model : {"mlp", "gpt", "resnet"}) {
+  for (const char* model : {"mlp", "gpt", "llama", "resnet"}) {
     report.context.config.model = model;
     CollectKeys(ToJson(report), keys);
   }

@@ -1,0 +1,287 @@
+// The Llama family's size table (models/llama.h builds the module). Note
+// [Llama saved tensors] lists what each op keeps for backward in LibTorch's
+// CPU kernels.
+#include <string>
+
+#include "models/size_table.h"
+
+namespace memprof {
+
+// Note [Llama saved tensors]
+// Per decoder layer, with x the residual stream [B, T, d] (float32 unless
+// the whole model is bfloat16):
+//   input_layernorm   x.to(float32) (a copy only when x is bfloat16), whose
+//                     pow and multiply keep it; rsqrt keeps its output
+//                     rstd [B, T, 1] float32; the weight multiply keeps the
+//                     normalized input cast back to x's dtype [B, T, d]
+//   q/k/v_proj        linear keeps its input, the layer norm's output
+//                     [B, T, d], one tensor for the three projections
+//   rotary            q * cos + rotate_half(q) * sin keeps only cos and
+//                     sin, [1, T, D] each, computed once per forward and
+//                     shared by every layer; q_proj's and k_proj's outputs
+//                     are freed
+//   attention         scaled_dot_product_attention on the CPU (its flash
+//                     kernel, also with enable_gqa) keeps q and k after
+//                     rotary [B, H, T, D] and [B, K, T, D], v (v_proj's
+//                     output, [B, T, KD]), its output [B, H, T, D] and the
+//                     log-sum-exp [B, H, T] float32; no [T, T] matrix and
+//                     no k, v repeated per query head
+//   o_proj            keeps the output transposed back to [B, T, HD]: the
+//                     attention's own output, no copy (.contiguous() of
+//                     the transpose of a transposed tensor)
+//   post_attention_layernorm  as input_layernorm, on x after attention
+//   gate/up_proj      keep the layer norm's output [B, T, d]
+//   silu              keeps its input, gate_proj's output [B, T, I]
+//   silu * up         keeps both factors [B, T, I]
+//   down_proj         keeps the product [B, T, I]
+// The residual adds keep nothing. Outside the layers: the final norm's
+// input, rstd, normalized input and output (lm_head's input);
+// log_softmax's float32 output [B*T, V] (the logits are upcast to float32
+// first; neither the logits nor their float32 copy are kept); nll_loss's
+// target, the shifted labels (contiguous [B, T] int64; at B = 1 the slice
+// of the padded [1, T + 1] labels is already contiguous and keeps it), its
+// total_weight and the loss, one float each. The embedding keeps the token
+// ids, which are an input.
+//
+// Note [Llama under autocast]
+// Under bf16-autocast linear and scaled_dot_product_attention run in
+// bfloat16; everything else follows its inputs. The residual stream, the
+// norms and the rotary cos and sin stay float32. Each linear casts its
+// input itself and keeps its own bfloat16 copy, so a layer norm's output
+// is kept three times (q, k, v_proj) and twice (gate, up_proj) as
+// bfloat16 copies, and its float32 output is freed. Each linear casts its
+// weight and bias, leaves that require grad: autocast's cache holds these
+// copies until the forward's region ends (kForwardOnly), and the graph
+// keeps each weight's copy until its layer's backward (kWeightCast). The
+// rotary products are float32 (bfloat16 times float32 cos), so the
+// attention keeps bfloat16 copies of q and k after rotary; v and the
+// attention output are bfloat16. The output head keeps its input's copy
+// and its weight's (the embedding's when tied) until early in backward.
+// Checkpointed, a layer's forward (without grad) still caches its weight
+// and bias copies until the forward ends; its rerun makes the weight
+// copies again, held during its backward (kRecomputedCast).
+//
+// Note [Llama backward moments]
+// A layer's backward begins in its MLP, where it peaks: at down_proj's
+// backward (the gradient flowing into the layer [B, T, d], down_proj's
+// input gradient [B, T, I] and weight gradient [d, I]), or a node later,
+// at silu x up's backward, whose two input gradients [B, T, I] are live
+// with the gradient into the layer while down_proj's input gradient takes
+// the place of down_proj's saved input, freed by then (the rows count the
+// saved input as still held, and not the gradient: the same bytes).
+// The second is the larger unless d weighs more than B*T (in bytes).
+// With a tied head, lm_head's gradient of the embedding [V, d] waits in
+// autograd's input buffer through every layer's backward.
+//
+// Note [Llama checkpointed]
+// As Note [Checkpointed activations] for GPT: forward keeps each layer's
+// input [B, T, d] (in bfloat16 when the model is); the rerun saves the
+// layer's rows again, except its input_layernorm input where that is the
+// kept input itself (float32 residuals), plus the rerun's output.
+SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
+                         bool checkpoint_blocks, Precision precision) {
+  const RowDtypes dt(precision);
+  const Dtype f = dt.state, lo = dt.low, f32 = Dtype::kFloat32;
+  const bool bf16 = precision == Precision::kBfloat16;
+  SizeTable t;
+  t.symbols =
+      "B = micro-batch, T = llama.seq_len, d = llama.hidden_size, "
+      "I = llama.intermediate_size, H = llama.num_attention_heads, "
+      "K = llama.num_key_value_heads, D = llama.head_dim, "
+      "L = llama.num_hidden_layers, V = llama.vocab_size";
+  const auto p = RowKind::kParameter, s = RowKind::kSaved;
+  const int64_t d = c.hidden_size, T = c.seq_len, H = c.num_attention_heads,
+                K = KeyValueHeads(c), D = HeadDim(c), I = c.intermediate_size,
+                V = c.vocab_size;
+  const int64_t hd = H * D, kd = K * D;
+  const bool qkv_bias = c.attention_bias || c.qkv_bias;
+
+  t.Add("model.embed_tokens.weight", p, {V, d}, "[V, d]", f);
+  // Each layer's linears, in the order Hugging Face registers them.
+  struct Linear {
+    const char* name;
+    int64_t out, in;
+    const char* weight_terms;
+    const char* bias_terms;
+    bool bias;
+  };
+  const Linear linears[] = {
+      {"self_attn.q_proj", hd, d, "[HD, d]", "[HD]", qkv_bias},
+      {"self_attn.k_proj", kd, d, "[KD, d]", "[KD]", qkv_bias},
+      {"self_attn.v_proj", kd, d, "[KD, d]", "[KD]", qkv_bias},
+      {"self_attn.o_proj", d, hd, "[d, HD]", "[d]", c.attention_bias},
+      {"mlp.gate_proj", I, d, "[I, d]", "[I]", c.mlp_bias},
+      {"mlp.up_proj", I, d, "[I, d]", "[I]", c.mlp_bias},
+      {"mlp.down_proj", d, I, "[d, I]", "[d]", c.mlp_bias},
+  };
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string n = "model.layers." + std::to_string(i) + ".";
+    for (const Linear& l : linears) {
+      t.Add(n + l.name + ".weight", p, {l.out, l.in}, l.weight_terms, f);
+      if (l.bias) t.Add(n + l.name + ".bias", p, {l.out}, l.bias_terms, f);
+    }
+    t.Add(n + "input_layernorm.weight", p, {d}, "[d]", f);
+    t.Add(n + "post_attention_layernorm.weight", p, {d}, "[d]", f);
+  }
+  t.Add("model.norm.weight", p, {d}, "[d]", f);
+  if (!c.tie_word_embeddings) t.Add("lm_head.weight", p, {V, d}, "[V, d]", f);
+  t.Add("model.rotary_emb.inv_freq", RowKind::kBuffer, {D / 2}, "[D/2]", f);
+
+  t.Add("rotary cos", s, {1, T, D}, "[1, T, D]", f);
+  t.Add("rotary sin", s, {1, T, D}, "[1, T, D]", f);
+  // A norm's rows (Note [Llama saved tensors]): its float32 input (unless
+  // that is a kept checkpoint input), rstd and normalized input, and what
+  // the linears after it keep of its output.
+  auto add_norm = [&](const std::string& name, RowKind kind, bool with_input,
+                      std::initializer_list<const char*> next) {
+    if (with_input) {
+      t.Add(name + (bf16 ? " input's float32 copy" : " input (residual)"), kind,
+            {b, T, d}, "[B, T, d]", f32);
+    }
+    t.Add(name + " rstd", kind, {b, T, 1}, "[B, T, 1]", f32);
+    t.Add(name + " normalized input", kind, {b, T, d}, "[B, T, d]", f);
+    if (dt.autocast) {
+      for (const char* linear : next) {
+        t.Add(name + " output's bfloat16 copy (" + linear + " input)", kind,
+              {b, T, d}, "[B, T, d]", lo);
+      }
+    } else {
+      std::string users;
+      for (const char* linear : next) {
+        users += (users.empty() ? "" : ", ") + std::string(linear);
+      }
+      t.Add(name + " output (" + users + " input)", kind, {b, T, d},
+            "[B, T, d]", f);
+    }
+  };
+  // Every layer's backward is a predicted moment, checkpointed or not.
+  t.blocks = static_cast<int32_t>(c.num_hidden_layers);
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string n = "model.layers." + std::to_string(i) + ".";
+    const size_t first = t.rows.size();
+    const RowKind own =
+        checkpoint_blocks ? RowKind::kRecomputed : RowKind::kSaved;
+    if (checkpoint_blocks) {
+      t.Add(n + "input (kept by the checkpoint)", s, {b, T, d}, "[B, T, d]", f);
+    }
+    // With float32 residuals the kept input is the norm's input itself.
+    add_norm(n + "input_layernorm", own, !checkpoint_blocks || bf16,
+             {"q_proj", "k_proj", "v_proj"});
+    const std::string a = n + "self_attn ";
+    t.Add(
+        a + (dt.autocast ? "q after rotary, bfloat16 copy" : "q after rotary"),
+        own, {b, H, T, D}, "[B, H, T, D]", lo);
+    t.Add(
+        a + (dt.autocast ? "k after rotary, bfloat16 copy" : "k after rotary"),
+        own, {b, K, T, D}, "[B, K, T, D]", lo);
+    t.Add(a + "v (v_proj output)", own, {b, T, kd}, "[B, T, KD]", lo);
+    t.Add(a + "attention output (o_proj input)", own, {b, T, hd}, "[B, T, HD]",
+          lo);
+    t.Add(a + "attention log-sum-exp", own, {b, H, T}, "[B, H, T]", f32);
+    add_norm(n + "post_attention_layernorm", own, true,
+             {"gate_proj", "up_proj"});
+    t.Add(n + "mlp gate_proj output (silu input)", own, {b, T, I}, "[B, T, I]",
+          lo);
+    t.Add(n + "mlp silu output", own, {b, T, I}, "[B, T, I]", lo);
+    t.Add(n + "mlp up_proj output", own, {b, T, I}, "[B, T, I]", lo);
+    t.Add(n + "mlp silu x up (down_proj input)", own, {b, T, I}, "[B, T, I]",
+          lo);
+    if (checkpoint_blocks) {
+      t.Add(n + "rerun output", own, {b, T, d}, "[B, T, d]", f);
+    }
+    if (dt.autocast) {  // Note [Llama under autocast]
+      const RowKind held =
+          checkpoint_blocks ? RowKind::kRecomputedCast : RowKind::kWeightCast;
+      for (const Linear& l : linears) {
+        t.Add(n + l.name + ".weight's bfloat16 copy", held, {l.out, l.in},
+              l.weight_terms, lo);
+      }
+    }
+    t.SetBlock(first, static_cast<int32_t>(i));
+    if (dt.autocast) {
+      // In autocast's cache only, until the forward ends: the biases'
+      // copies, and the weights' in a checkpointed forward.
+      const size_t cached = t.rows.size();
+      for (const Linear& l : linears) {
+        if (checkpoint_blocks) {
+          t.Add(n + l.name + ".weight's bfloat16 copy (forward)",
+                RowKind::kWeightCast, {l.out, l.in}, l.weight_terms, lo);
+        }
+        if (l.bias) {
+          t.Add(n + l.name + ".bias's bfloat16 copy", RowKind::kWeightCast,
+                {l.out}, l.bias_terms, lo);
+        }
+      }
+      t.SetBlock(cached, SizeRow::kForwardOnly);
+    }
+  }
+  // Freed by their backward, before any layer's (Note [Checkpointed
+  // activations]).
+  const size_t after_layers = t.rows.size();
+  add_norm("model.norm", s, true, {"lm_head"});
+  if (dt.autocast) {
+    t.Add(std::string(c.tie_word_embeddings ? "model.embed_tokens.weight"
+                                            : "lm_head.weight") +
+              "'s bfloat16 copy (lm_head)",
+          RowKind::kWeightCast, {V, d}, "[V, d]", lo);
+  }
+  t.Add("log_softmax output (float32 logits)", s, {b * T, V}, "[B*T, V]", f32);
+  if (b == 1) {
+    t.Add("nll_loss target (the padded labels)", s, {1, T + 1}, "[1, T+1]",
+          Dtype::kInt64);
+  } else {
+    t.Add("nll_loss target (the shifted labels)", s, {b, T}, "[B, T]",
+          Dtype::kInt64);
+  }
+  t.Add("nll_loss total_weight", s, {}, "[]", f32);
+  t.SetBlock(after_layers, SizeRow::kNoBlock);
+  t.Add("loss", s, {}, "[]", f32);
+
+  // Backward peaks at its first nodes: nll_loss's gradient and
+  // log_softmax's, both [B*T, V] float32, live together with every saved
+  // tensor.
+  t.Add("nll_loss gradient", RowKind::kWorkspace, {b * T, V}, "[B*T, V]", f32);
+  t.Add("log_softmax gradient", RowKind::kWorkspace, {b * T, V}, "[B*T, V]",
+        f32);
+  // Each layer's backward peaks in its MLP (Note [Llama backward
+  // moments]).
+  for (int32_t i = 0; i < t.blocks; ++i) {
+    const std::string n = "model.layers." + std::to_string(i) + " backward: ";
+    const auto w = RowKind::kWorkspace;
+    const size_t first = t.rows.size();
+    t.Add(n + "gradient into the layer", w, {b, T, d}, "[B, T, d]", f);
+    if (DtypeBytes(f) * d > DtypeBytes(lo) * b * T) {
+      t.Add(n + "down_proj input gradient", w, {b, T, I}, "[B, T, I]", lo);
+      t.Add(n + "down_proj weight gradient", w, {d, I}, "[d, I]", f);
+    } else {
+      t.Add(n + "silu output gradient", w, {b, T, I}, "[B, T, I]", lo);
+      t.Add(n + "up_proj output gradient", w, {b, T, I}, "[B, T, I]", lo);
+    }
+    if (c.tie_word_embeddings) {
+      t.Add(n + "embed_tokens gradient from lm_head", w, {V, d}, "[V, d]", f);
+    }
+    t.Add(n + "loss gradient", w, {}, "[]", f32);
+    t.SetBlock(first, i);
+  }
+  // Late in backward, at the embedding: its gradient [V, d] (with a tied
+  // head, also lm_head's, waiting in autograd's input buffer, and their
+  // sum).
+  const size_t late = t.rows.size();
+  if (c.tie_word_embeddings) {
+    t.Add("embedding backward: embed_tokens gradient from lm_head",
+          RowKind::kWorkspace, {V, d}, "[V, d]", f);
+    t.Add("embedding backward: their sum", RowKind::kWorkspace, {V, d},
+          "[V, d]", f);
+  }
+  t.Add("embedding backward: embed_tokens gradient", RowKind::kWorkspace,
+        {V, d}, "[V, d]", f);
+  t.Add("embedding backward: loss gradient", RowKind::kWorkspace, {}, "[]",
+        f32);
+  t.SetBlock(late, SizeRow::kNoBlock);
+
+  t.Add("token ids", RowKind::kInput, {b, T}, "[B, T]", Dtype::kInt64);
+  t.Add("labels", RowKind::kInput, {b, T}, "[B, T]", Dtype::kInt64);
+  return t;
+}
+
+}  // namespace memprof
