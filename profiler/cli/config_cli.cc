@@ -213,18 +213,11 @@ ConfigFileText StoreConfigFile(const std::string& path,
 
 // Adds the keys `hf` maps its JSON onto to `vm`, below the command line's
 // and the INI file's (Note [Hugging Face config]). InputError naming the
-// file and field when its model is not one this memprof has, or a value
-// does not fit its key.
+// file and field when a value does not fit its key.
 void StoreHfConfig(const HfConfig& hf, const po::options_description& keys,
                    po::variables_map& vm) {
   std::string text;
   for (const HfKey& key : hf.keys) {
-    if (keys.find_nothrow(key.key, /*approx=*/false) == nullptr) {
-      throw InputError(hf.path + ": architectures: " + hf.architecture +
-                       " is memprof's model " + hf.model +
-                       ", which this memprof does not have (key '" + key.key +
-                       "'); known models: " + kKnownModels);
-    }
     text += key.key + " = " + key.value + "\n";
   }
   std::istringstream stream(text);
