@@ -37,8 +37,7 @@ po::options_description ConfigKeys(RunConfig& c) {
     std::string help = key.help;
     if (!key.choices.empty()) help += "; choices: " + ConfigChoicesText(key);
     help += "; default: " + ConfigDefaultText(key);
-    keys.add(boost::make_shared<po::option_description>(key.name, value,
-                                                        help.c_str()));
+    keys.add_options()(key.name, value, help.c_str());
   }
   return keys;
 }

@@ -54,7 +54,7 @@ echo "killed: its lines arrived"
   fail "mlp-tiny: $(cat "$work/loud.err")"
 grep -q "^memprof: rank 1: pid " "$work/loud.err" ||
   fail "no pid list without --quiet: $(cat "$work/loud.err")"
-grep -q "^memprof: trained 3 of 3 steps in .*, peak .*iB; writing the reports" \
+grep -Eq "^memprof: trained ([0-9]+) of \1 steps in [0-9:]+, peak .*iB; writing the reports$" \
   "$work/loud.err" || fail "no closing progress line: $(cat "$work/loud.err")"
 "$memprof" profile --config "$source_dir/configs/mlp-tiny.ini" --world-size 2 \
   --quiet --out "$work/quiet" >"$work/quiet.out" 2>"$work/quiet.err" ||
