@@ -8,6 +8,7 @@
 
 #include "models/resnet_table.h"
 #include "models/size_table.h"
+#include "profiler/base/config_keys.h"
 #include "profiler/base/errors.h"
 
 namespace memprof {
@@ -238,11 +239,16 @@ void ValidateRunConfig(const RunConfig& c) {
                           std::to_string(c.ddp.world_size) +
                           "; choose a multiple of the world size");
   }
-  if (c.train.optimizer != "adam" && c.train.optimizer != "adamw" &&
-      c.train.optimizer != "sgd") {
-    throw ConfigError("train.optimizer", "unknown optimizer '" +
-                                             c.train.optimizer +
-                                             "'; known: adam, adamw, sgd");
+  // Note [Config key table]: each key with choices takes one of them.
+  for (const ConfigKey& key : ConfigKeyTable()) {
+    if (key.name == std::string("model") ||
+        key.name == std::string("resnet.depth")) {
+      continue;  // above and in ValidateResnet: each with its own remedy
+    }
+    if (key.name == std::string("ddp.backend") && c.ddp.backend.empty()) {
+      continue;  // the device's default
+    }
+    RequireConfigChoice(key, c);
   }
   if (!std::isfinite(c.train.momentum) || c.train.momentum < 0 ||
       c.train.momentum >= 1) {
@@ -256,46 +262,16 @@ void ValidateRunConfig(const RunConfig& c) {
                           " keeps its own moments (exp_avg, exp_avg_sq): "
                           "set train.optimizer = sgd or leave momentum at 0");
   }
-  if (c.train.activation_checkpointing != "none" &&
-      c.train.activation_checkpointing != "blocks") {
-    throw ConfigError("train.activation_checkpointing",
-                      "unknown train.activation_checkpointing '" +
-                          c.train.activation_checkpointing +
-                          "'; known: none, blocks");
-  }
   if (c.train.activation_checkpointing == "blocks" && c.model == "mlp") {
     throw ConfigError("train.activation_checkpointing",
                       "train.activation_checkpointing blocks needs a model "
                       "with blocks (gpt, llama: transformer blocks, resnet: "
                       "residual blocks); mlp has none: use none");
   }
-  if (c.train.dtype != "float32" && c.train.dtype != "bf16-autocast" &&
-      c.train.dtype != "bfloat16") {
-    throw ConfigError("train.dtype",
-                      "unknown train.dtype '" + c.train.dtype +
-                          "'; known: float32, bf16-autocast (float32 "
-                          "weights, the forward autocast to bfloat16), "
-                          "bfloat16 (everything in bfloat16)");
-  }
-  if (c.train.device != "cpu" && c.train.device != "cuda") {
-    throw ConfigError("train.device", "unknown device '" + c.train.device +
-                                          "'; known: cpu, cuda");
-  }
-  if (!c.ddp.backend.empty() && c.ddp.backend != "gloo" &&
-      c.ddp.backend != "nccl") {
-    throw ConfigError("ddp.backend", "unknown backend '" + c.ddp.backend +
-                                         "'; known: gloo, nccl");
-  }
   if (c.ddp.backend == "nccl" && c.train.device != "cuda") {
     throw ConfigError("ddp.backend",
                       "ddp.backend nccl needs train.device cuda (NCCL "
                       "reduces GPU tensors only); use gloo on cpu");
-  }
-  if (c.ddp.zero_stage != 0 && c.ddp.zero_stage != 1) {
-    throw ConfigError("ddp.zero_stage",
-                      "unknown stage " + std::to_string(c.ddp.zero_stage) +
-                          "; known: 0 (replicated optimizer state), 1 "
-                          "(optimizer state sharded across the ranks)");
   }
   if (c.model == "resnet") ValidateResnet(c.resnet, MicroBatch(c));
   RequireCountable(c);

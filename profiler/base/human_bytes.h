@@ -13,9 +13,16 @@ std::string SignedBytes(int64_t bytes);  // "+1.00 KiB", "-12 B", "0 B"
 // "12,345", "-1,000": an integer with thousands separators.
 std::string GroupedInteger(int64_t value);
 
-// "2GiB", "1.5 MiB", "80GB", "4096" (bytes) -> bytes, rounded down. Units:
-// B, KiB, MiB, GiB, TiB (powers of 1024), KB, MB, GB, TB (powers of 1000),
-// case-insensitive. Returns -1 for anything else or for less than 1 byte.
+// "2GiB", "1.5 MiB", "80G", "80GB", "4096" (bytes) -> bytes, rounded down.
+// Units, case-insensitive: B; KiB, MiB, GiB, TiB, their short forms Ki, Mi,
+// Gi, Ti (as `free -h` writes them) and bare K, M, G, T (as `df -h` and
+// `du -h` write them): powers of 1024; KB, MB, GB, TB: powers of 1000.
+// Returns -1 for anything else or for less than 1 byte.
 int64_t ParseByteSize(const std::string& text);
+
+// What ParseByteSize accepts, for help texts and errors.
+inline constexpr const char* kByteSizeUnits =
+    "80G, 80Gi and 80GiB are 80 x 2^30 bytes; 80GB is 80 x 10^9 bytes; "
+    "likewise K, M, T; a plain number is bytes";
 
 }  // namespace memprof

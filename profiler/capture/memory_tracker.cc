@@ -173,6 +173,7 @@ void MemoryTracker::BeginSession(const std::string& capture_path,
   AppendMarkLocked();
   begin_unix_us_ = unix_us;
   session_current_ = 0;
+  highest_seen_bytes_ = 0;
   out_of_memory_ = OutOfMemory{};
 }
 
@@ -191,6 +192,7 @@ int64_t MemoryTracker::SetPhase(Phase phase, int32_t step) {
   const int64_t time_ns = NanosecondsSince(begin_time_);
   std::lock_guard<SpinLock> guard(lock_);
   mark_ = PhaseMark{seq_, phase, step, time_ns};
+  highest_seen_bytes_ = std::max(highest_seen_bytes_, session_current_);
   if (logging_) AppendMarkLocked();
   // A spill failed since the last mark (Note [Capture file]).
   if (logging_ && !capture_.error().empty()) {
@@ -294,6 +296,13 @@ int64_t MemoryTracker::LiveBytes() const {
     if (slot.ptr != nullptr) bytes += BytesOfTag(slot.tagged);
   }
   return bytes;
+}
+
+MemoryTracker::Progress MemoryTracker::SessionProgress() {
+  std::lock_guard<SpinLock> guard(lock_);
+  highest_seen_bytes_ = std::max(highest_seen_bytes_, session_current_);
+  return Progress{mark_.step, mark_.phase, session_current_,
+                  highest_seen_bytes_};
 }
 
 }  // namespace memprof

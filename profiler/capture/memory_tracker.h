@@ -183,6 +183,18 @@ class MemoryTracker {
   // table, not a hot-path counter).
   int64_t LiveBytes() const;
 
+  // Where the session is, for a progress line (any thread, cold).
+  struct Progress {
+    int32_t step = 0;  // of the mark in force; 0 before the first step
+    Phase phase = Phase::kIdle;
+    int64_t live_bytes = 0;  // the session's blocks live now
+    // The most live bytes seen at a phase mark or by a SessionProgress
+    // call: a lower bound of the session's peak, which the hot path does
+    // not keep (Note [Hook cost]); the exact peak follows from the capture.
+    int64_t highest_seen_bytes = 0;
+  };
+  Progress SessionProgress();
+
  private:
   // bytes (low 48 bits) | category << 48 | flags << 56.
   using Tagged = uint64_t;
@@ -250,7 +262,8 @@ class MemoryTracker {
   bool logging_ = false;
   int64_t begin_seq_ = 0;
   int64_t begin_unix_us_ = 0;
-  int64_t limit_bytes_ = 0;  // 0: none (Note [Memory limit])
+  int64_t limit_bytes_ = 0;         // 0: none (Note [Memory limit])
+  int64_t highest_seen_bytes_ = 0;  // Progress::highest_seen_bytes
   OutOfMemory out_of_memory_;
   PhaseMark mark_;           // the mark in force
   std::vector<Slot> table_;  // linear probing

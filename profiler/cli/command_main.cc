@@ -90,6 +90,10 @@ std::terminate_handler previous_terminate = nullptr;
 }  // namespace
 
 int RunWithExitCodes(const std::function<int()>& command) {
+  // Before anything is written: setvbuf applies to a stream not used yet.
+  // std::cout writes through stdout (synchronised with stdio), so it is
+  // line-buffered too; standard error is unbuffered already.
+  std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
   if (std::get_terminate() != &OnTerminate) {
     previous_terminate = std::set_terminate(&OnTerminate);
   }

@@ -7,8 +7,10 @@
 
 namespace memprof {
 
-// Runs `command`; an InputError prints "memprof: ... error: ..." and gives
-// 2, any other exception "run failed" and 3. memprof's own allocation
+// Makes standard output line-buffered, terminal or not (a pipe, a CI log):
+// each line is written as it ends, so a killed run leaves the lines it
+// printed. Then runs `command`; an InputError prints "memprof: ... error: ..."
+// and gives 2, any other exception "run failed" and 3. memprof's own allocation
 // failing (std::bad_alloc, even where nothing can catch it) prints that it
 // ran out of memory and gives 3.
 int RunWithExitCodes(const std::function<int()>& command);

@@ -5,10 +5,12 @@
 #include <set>
 #include <sstream>
 #include <utility>
+#include <variant>
 
 #include <boost/program_options.hpp>
 
 #include "models/config_validation.h"
+#include "profiler/base/config_keys.h"
 #include "profiler/base/effective_config.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
@@ -22,81 +24,23 @@ namespace memprof {
 namespace po = boost::program_options;
 namespace {
 
-// Every config key, bound to its RunConfig field.
+// Every config key, bound to its RunConfig field, with its help, default
+// and choices (Note [Config key table]).
 po::options_description ConfigKeys(RunConfig& c) {
-  po::options_description keys("Config keys (in a file, or as --section.key)");
-  keys.add_options()("model", po::value(&c.model),
-                     "model family: mlp | gpt | llama | resnet")(
-      "mlp.input", po::value(&c.mlp.input), "input features")(
-      "mlp.hidden", po::value(&c.mlp.hidden), "hidden width")(
-      "mlp.depth", po::value(&c.mlp.depth), "number of hidden layers")(
-      "mlp.output", po::value(&c.mlp.output), "output classes")(
-      "gpt.layers", po::value(&c.gpt.layers), "transformer blocks")(
-      "gpt.d_model", po::value(&c.gpt.d_model), "model width")(
-      "gpt.heads", po::value(&c.gpt.heads), "attention heads (divide d_model)")(
-      "gpt.seq_len", po::value(&c.gpt.seq_len), "tokens per sample")(
-      "gpt.vocab", po::value(&c.gpt.vocab), "vocabulary size")(
-      "gpt.dropout", po::value(&c.gpt.dropout), "dropout probability")(
-      "llama.num_hidden_layers", po::value(&c.llama.num_hidden_layers),
-      "decoder layers")("llama.hidden_size", po::value(&c.llama.hidden_size),
-                        "model width")("llama.intermediate_size",
-                                       po::value(&c.llama.intermediate_size),
-                                       "the MLP's width (gate_proj, up_proj)")(
-      "llama.num_attention_heads", po::value(&c.llama.num_attention_heads),
-      "query heads")(
-      "llama.num_key_value_heads", po::value(&c.llama.num_key_value_heads),
-      "key/value heads, dividing the query heads (0: as many as the query "
-      "heads)")("llama.head_dim", po::value(&c.llama.head_dim),
-                "width of a head, even (0: hidden_size / num_attention_heads)")(
-      "llama.vocab_size", po::value(&c.llama.vocab_size), "vocabulary size")(
-      "llama.tie_word_embeddings", po::value(&c.llama.tie_word_embeddings),
-      "the output head is the token embedding (true | false)")(
-      "llama.attention_bias", po::value(&c.llama.attention_bias),
-      "biases on q_proj, k_proj, v_proj and o_proj (true | false)")(
-      "llama.qkv_bias", po::value(&c.llama.qkv_bias),
-      "biases on q_proj, k_proj and v_proj only, as Qwen2 (true | false)")(
-      "llama.mlp_bias", po::value(&c.llama.mlp_bias),
-      "biases on gate_proj, up_proj and down_proj (true | false)")(
-      "llama.rms_norm_eps", po::value(&c.llama.rms_norm_eps),
-      "RMSNorm's epsilon")("llama.rope_theta", po::value(&c.llama.rope_theta),
-                           "rotary base frequency")(
-      "llama.seq_len", po::value(&c.llama.seq_len), "tokens per sample")(
-      "resnet.depth", po::value(&c.resnet.depth), "18 | 34 | 50 | 101 | 152")(
-      "resnet.width", po::value(&c.resnet.width),
-      "channels of the first stage (64 in the published models)")(
-      "resnet.resolution", po::value(&c.resnet.resolution),
-      "input images are resolution x resolution")(
-      "resnet.classes", po::value(&c.resnet.classes), "output classes")(
-      "train.micro_batch", po::value(&c.train.micro_batch),
-      "samples per rank per step")(
-      "train.global_batch", po::value(&c.train.global_batch),
-      "samples per step over all ranks (0: unset)")(
-      "train.steps", po::value(&c.train.steps), "training steps")(
-      "train.optimizer", po::value(&c.train.optimizer), "adam | adamw | sgd")(
-      "train.momentum", po::value(&c.train.momentum),
-      "sgd's momentum, in [0, 1) (default 0: no momentum buffer)")(
-      "train.lr", po::value(&c.train.lr), "learning rate")(
-      "train.dtype", po::value(&c.train.dtype), "float32")(
-      "train.activation_checkpointing",
-      po::value(&c.train.activation_checkpointing),
-      "none | blocks (each GPT or Llama layer or ResNet block recomputed "
-      "in backward)")("train.zero_grad_set_to_none",
-                      po::value(&c.train.zero_grad_set_to_none),
-                      "free gradients after each step instead of zeroing them")(
-      "train.seed", po::value(&c.train.seed), "random seed")(
-      "train.device", po::value(&c.train.device),
-      "cpu | cuda (local rank r trains on GPU r)")(
-      "ddp.world_size", po::value(&c.ddp.world_size), "number of ranks")(
-      "ddp.bucket_cap_mb", po::value(&c.ddp.bucket_cap_mb),
-      "DDP bucket size in MiB")("ddp.gradient_as_bucket_view",
-                                po::value(&c.ddp.gradient_as_bucket_view),
-                                "gradients are views into the DDP buckets")(
-      "ddp.timeout_s", po::value(&c.ddp.timeout_s),
-      "collective timeout in seconds")(
-      "ddp.backend", po::value(&c.ddp.backend),
-      "gloo | nccl (default: nccl on cuda, gloo on cpu)")(
-      "ddp.zero_stage", po::value(&c.ddp.zero_stage),
-      "0: replicated optimizer state; 1: sharded across ranks (ZeRO-1)");
+  po::options_description keys(
+      "Config keys (in a file, or as --section.key; each with its default)");
+  for (const ConfigKey& key : ConfigKeyTable()) {
+    const std::string value_name = ConfigValueName(key);
+    const po::value_semantic* value = std::visit(
+        [&](auto* field) -> const po::value_semantic* {
+          return po::value(field)->value_name(value_name);
+        },
+        key.field(c));
+    std::string help = key.help;
+    if (!key.choices.empty()) help += "; choices: " + ConfigChoicesText(key);
+    help += "; default: " + ConfigDefaultText(key);
+    keys.add_options()(key.name, value, help.c_str());
+  }
   return keys;
 }
 
@@ -158,8 +102,8 @@ int64_t ByteSizeFlag(const std::string& flag, const std::string& text) {
   const int64_t bytes = ParseByteSize(text);
   if (bytes < 1) {
     throw InputError("--" + flag + " " + text +
-                     ": expected a size such as 2GiB, 512MiB, 80GB or a "
-                     "number of bytes");
+                     ": expected a size such as 80G, 80GiB, 80GB or 512MiB (" +
+                     kByteSizeUnits + ")");
   }
   return bytes;
 }
@@ -515,11 +459,16 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
       "out", po::value(&args.out_dir), "output directory (default: out)")(
       "check", po::value(&args.check.baseline_path),
       "after the run, gate it on this baseline (as memprof check)")(
+      "quiet,q", po::bool_switch(&args.quiet),
+      "no progress line on standard error and no list of the ranks' pids; "
+      "the effective config, the results, warnings and errors are still "
+      "printed")(
       "no-hook", po::bool_switch(&args.no_hook),
       "train without the allocator hook, to time its cost: step times "
       "only, no memory figures (bench/step_overhead_bench)")(
       "memory-limit", po::value<std::string>(),
-      "emulate a device of this size per rank (2GiB, 512MiB, 80GB, bytes): "
+      "emulate a device of this size per rank (80G, 80GiB, 80GB, 512MiB; "
+      "G and GiB are 2^30 bytes, GB 10^9): "
       "an allocation over it fails with LibTorch's out-of-memory error and "
       "the rank reports where its memory was (exit 3)")(
       "skip-memory-check", po::bool_switch(&args.skip_memory_check),
@@ -639,7 +588,8 @@ FitArgs ParseFitArgs(const std::vector<std::string>& words) {
   flags.add(OutsideAllocatorFlag(outside));
   flags.add_options()("help,h", "print this help")(
       "budget", po::value(&budget),
-      "memory per rank (device size): 80GiB, 512MiB, 80GB or bytes")(
+      "memory per rank (device size): 80G, 80GiB, 80GB, 512MiB or bytes; "
+      "G and GiB are 2^30 bytes, GB 10^9")(
       "measure", po::bool_switch(&args.measure),
       "also run micro-batches of one rank under --memory-limit BUDGET: "
       "micro-batch 1, then the largest that runs to completion")(

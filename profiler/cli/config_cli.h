@@ -22,6 +22,9 @@ struct ProfileArgs {
   CheckOptions check;
   std::vector<std::string> words;  // as given, for launched ranks
   bool no_hook = false;  // --no-hook: step times only (main() reads it too)
+  // --quiet: no progress line, no list of the local ranks' pids (Note
+  // [Progress line] in profiler/cli/progress_line.h).
+  bool quiet = false;
   int64_t memory_limit_bytes = 0;  // --memory-limit; 0: none
   // --skip-memory-check: start even when the local ranks' predicted memory
   // is over what this machine has available (Note [Local memory]).

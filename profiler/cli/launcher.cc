@@ -262,7 +262,8 @@ std::optional<std::string> StoppedTooLong(const std::vector<Child>& children,
 }  // namespace
 
 int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
-                     const std::string& out_dir, int64_t timeout_s) {
+                     const std::string& out_dir, int64_t timeout_s,
+                     bool quiet) {
   const StopSignals stop_signals;  // Note [Launcher signals]
   StoreSocket store;
   try {
@@ -280,7 +281,9 @@ int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
       throw RunFailure("cannot fork rank " + std::to_string(r) + ": " +
                        std::strerror(errno));
     }
-    std::cerr << "memprof: rank " << r << ": pid " << children[r].pid << "\n";
+    if (!quiet) {
+      std::cerr << "memprof: rank " << r << ": pid " << children[r].pid << "\n";
+    }
   }
   ::close(store.fd);  // rank 0 has it
   int left = world_size;

@@ -18,8 +18,9 @@ namespace memprof {
 // Returns 0 when every rank succeeded; throws RunFailure naming the first
 // rank that failed and how (exit code or signal; for a rank that ran out of
 // memory under --memory-limit, the failure its report in `out_dir` names).
-// `timeout_s` is the ranks' collective timeout (--ddp.timeout_s).
+// `timeout_s` is the ranks' collective timeout (--ddp.timeout_s). `quiet`
+// (profile --quiet): the ranks' pids are not listed.
 int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
-                     const std::string& out_dir, int64_t timeout_s);
+                     const std::string& out_dir, int64_t timeout_s, bool quiet);
 
 }  // namespace memprof

@@ -31,9 +31,14 @@ constexpr const char* kUsage =
     "  check --baseline FILE --run DIR [--tolerance 1%] [--markdown FILE] "
     "[--strict]\n"
     "  report --run DIR\n"
-    "  fit --config FILE --budget 80GiB [--world-size N] [--measure]\n"
+    "  fit --config FILE --budget 80G [--world-size N] [--measure]\n"
     "  sweep --config FILE --world-sizes 1,2,4 --global-batch G [--out DIR]\n"
-    "run 'memprof <command> --help' for its options\n";
+    "  help [COMMAND]\n"
+    "run 'memprof help COMMAND' (or 'memprof COMMAND --help') for its "
+    "options, each with its default and choices\n";
+
+constexpr const char* kKnownCommands =
+    "profile, predict, baseline, check, report, fit, sweep, help";
 
 // Parses a command's words, prints its --help or runs it.
 template <typename Args>
@@ -48,14 +53,14 @@ int Dispatch(const std::vector<std::string>& words,
   return run(args);
 }
 
-int Main(const std::vector<std::string>& words) {
+// Runs `command` with `rest`; `memprof help COMMAND` runs it with --help.
+int RunCommand(const std::string& command,
+               const std::vector<std::string>& rest) {
   using namespace memprof;
-  if (words.empty() || words[0] == "--help" || words[0] == "-h") {
-    std::cout << kUsage;
-    return words.empty() ? kExitBadInput : kExitOk;
+  if (command == "profile") {  // here for `help profile` only
+    std::cout << ParseProfileArgs(rest).help_text;
+    return kExitOk;
   }
-  const std::vector<std::string> rest(words.begin() + 1, words.end());
-  const std::string& command = words[0];
   if (command == "predict") {
     return Dispatch(rest, &ParsePredictArgs, &RunPredictCommand);
   }
@@ -70,9 +75,31 @@ int Main(const std::vector<std::string>& words) {
   if (command == "fit") return Dispatch(rest, &ParseFitArgs, &RunFitCommand);
   if (command == "sweep")
     return Dispatch(rest, &ParseSweepArgs, &RunSweepCommand);
-  throw memprof::InputError("unknown command '" + words[0] +
-                            "'; known commands: profile, predict, baseline, "
-                            "check, report, fit, sweep");
+  throw memprof::InputError("unknown command '" + command +
+                            "'; known commands: " + kKnownCommands +
+                            " (run 'memprof help')");
+}
+
+int Main(const std::vector<std::string>& words) {
+  using namespace memprof;
+  if (words.empty() || words[0] == "--help" || words[0] == "-h") {
+    std::cout << kUsage;
+    return words.empty() ? kExitBadInput : kExitOk;
+  }
+  if (words[0] == "help") {
+    if (words.size() == 1 || (words.size() == 2 && words[1] == "help")) {
+      std::cout << kUsage;
+      return kExitOk;
+    }
+    if (words.size() > 2) {
+      throw InputError(
+          "usage: memprof help [COMMAND], with one of the commands: " +
+          std::string(kKnownCommands));
+    }
+    return RunCommand(words[1], {"--help"});
+  }
+  return RunCommand(words[0],
+                    std::vector<std::string>(words.begin() + 1, words.end()));
 }
 
 // `profile` runs in memprof-profile, next to this executable, with the

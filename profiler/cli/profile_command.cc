@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <regex>
 
 #include <torch/version.h>
@@ -24,6 +25,7 @@
 #include "profiler/capture/capture_file.h"
 #include "profiler/cli/launcher.h"
 #include "profiler/cli/local_world_size.h"
+#include "profiler/cli/progress_reporter.h"
 #include "profiler/gate/gate_run.h"
 #include "profiler/gate/regression_check.h"
 #include "profiler/report/rank_report.h"
@@ -116,9 +118,19 @@ std::vector<RankReport> RunThisRank(const RunConfig& config,
                                     ProcessGroup& group,
                                     const GroupBackend& backend, bool no_hook,
                                     int64_t memory_limit_bytes,
-                                    const CaptureOutputs& outputs) {
+                                    const CaptureOutputs& outputs, bool quiet) {
+  // Note [Progress line]: rank 0's, unless --quiet.
+  std::optional<ProgressReporter> progress;
+  if (group.rank() == 0 && !quiet) {
+    progress.emplace(config.train.steps, /*memory=*/!no_hook);
+  }
   const RankRun run = RunRank(config, group, memory_limit_bytes, backend.device,
                               /*cuda_hook=*/!no_hook, outputs);
+  if (progress) {
+    int64_t done = 0;
+    for (const StepRecord& step : run.step_records) done += step.completed;
+    progress->Finish(done, no_hook ? -1 : run.analysis.run_peak.total_bytes);
+  }
   const auto written_from = std::chrono::steady_clock::now();
   if (!run.hooked && !no_hook) {
     throw RunFailure("the allocator hook is not installed");  // a bug
@@ -233,7 +245,7 @@ int RunProfileCommand(const ProfileArgs& args) {
   }
   // The process that speaks for the run says first what it runs.
   if (!topology || (topology->rank == 0 && !topology->launched_by_memprof)) {
-    std::cout << FormatEffectiveConfig(config) << std::flush;
+    std::cout << FormatEffectiveConfig(config);
   }
   // --check runs where summary.json is written (a job of one, rank 0 of a
   // job started by torchrun/srun/mpirun) or in the local launcher once every
@@ -277,7 +289,7 @@ int RunProfileCommand(const ProfileArgs& args) {
     ClaimOutputDirectory(args.out_dir);  // Note [A run owns its --out]
     const int code =
         LaunchLocalRanks(static_cast<int>(config.ddp.world_size), args.words,
-                         args.out_dir, config.ddp.timeout_s);
+                         args.out_dir, config.ddp.timeout_s, args.quiet);
     if (code != kExitOk || !baseline) return code;
     return GateRun(*baseline, LoadRun(args.out_dir), args.out_dir, args.check);
   }
@@ -310,7 +322,7 @@ int RunProfileCommand(const ProfileArgs& args) {
                                   : DocumentFormat::kJson;
     outputs.keep = args.keep;
     reports = RunThisRank(config, args.out_dir, *group, backend, args.no_hook,
-                          args.memory_limit_bytes, outputs);
+                          args.memory_limit_bytes, outputs, args.quiet);
   } catch (const InputError&) {
     group->Abandon();  // peers may be gone: do not wait for them in teardown
     throw;

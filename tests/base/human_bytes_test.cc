@@ -30,9 +30,24 @@ TEST(ParseByteSize, BinaryAndDecimalUnitsAndPlainBytes) {
   EXPECT_EQ(ParseByteSize("250000b"), 250000);
   EXPECT_EQ(ParseByteSize("1kib"), 1024);
   for (const char* bad : {"", "GiB", "2 GiBs", "-1GiB", "1.2.3", "0", "0.1B",
-                          "2 G", ".5GiB", "1e3"}) {
+                          ".5GiB", "1e3", "2 Gb/s", "2GiBB", "2iB", "2Bi"}) {
     EXPECT_EQ(ParseByteSize(bad), -1) << bad;
   }
+}
+
+// A bare G (as df -h and du -h print sizes) and Gi (as free -h does) are
+// binary, like GiB; only GB, MB, KB and TB are decimal.
+TEST(ParseByteSize, BareAndShortUnitsAreBinary) {
+  EXPECT_EQ(ParseByteSize("80G"), 80LL << 30);
+  EXPECT_EQ(ParseByteSize("80g"), 80LL << 30);
+  EXPECT_EQ(ParseByteSize("80Gi"), 80LL << 30);
+  EXPECT_EQ(ParseByteSize("2 G"), 2LL << 30);
+  EXPECT_EQ(ParseByteSize("512M"), 512LL << 20);
+  EXPECT_EQ(ParseByteSize("512Mi"), 512LL << 20);
+  EXPECT_EQ(ParseByteSize("4k"), 4096);
+  EXPECT_EQ(ParseByteSize("1.5T"), 3LL << 39);
+  EXPECT_EQ(ParseByteSize("80gb"), 80000000000LL);
+  EXPECT_EQ(ParseByteSize("80G") - ParseByteSize("80GB"), 5899345920LL);
 }
 
 }  // namespace

@@ -58,6 +58,36 @@ TEST_F(MemoryTrackerTest, OwnershipIsFinalAndBeatsThePhaseRule) {
   tracker.EndSession();
 }
 
+// The progress line's figures: the session's live bytes now and the most
+// seen at a mark or a sample (blocks from before the session left out).
+TEST_F(MemoryTrackerTest, SessionProgressFollowsMarksAndLiveBytes) {
+  tracker.RecordAlloc(Fake(30), 1000);  // before the session
+  tracker.BeginSession();
+  EXPECT_EQ(tracker.SessionProgress().step, 0);
+  tracker.SetPhase(Phase::kForward, 2);
+  tracker.RecordAlloc(Fake(31), 64);
+  tracker.RecordAlloc(Fake(32), 32);
+  tracker.SetPhase(Phase::kBackward, 2);  // 96 live at the mark
+  tracker.RecordFree(Fake(32));
+  MemoryTracker::Progress now = tracker.SessionProgress();
+  EXPECT_EQ(now.step, 2);
+  EXPECT_EQ(now.phase, Phase::kBackward);
+  EXPECT_EQ(now.live_bytes, 64);
+  EXPECT_EQ(now.highest_seen_bytes, 96);
+  tracker.RecordAlloc(Fake(33), 100);  // 164 live, seen by the sample
+  EXPECT_EQ(tracker.SessionProgress().highest_seen_bytes, 164);
+  tracker.RecordFree(Fake(33));
+  now = tracker.SessionProgress();
+  EXPECT_EQ(now.live_bytes, 64);
+  EXPECT_EQ(now.highest_seen_bytes, 164);
+  tracker.RecordFree(Fake(31));
+  tracker.RecordFree(Fake(30));
+  tracker.EndSession();
+  tracker.BeginSession();  // a new session starts from nothing
+  EXPECT_EQ(tracker.SessionProgress().highest_seen_bytes, 0);
+  tracker.EndSession();
+}
+
 TEST_F(MemoryTrackerTest, SessionSettlesPendingBlocksAndSkipsOlderOnes) {
   tracker.RecordAlloc(Fake(20), 1000);  // before the session
   tracker.BeginSession();
