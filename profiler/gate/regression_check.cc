@@ -391,9 +391,9 @@ std::string FormatCheckTable(const CheckReport& r, bool only_changed) {
                     BytesAndExact(f->allowed_bytes),
                     std::string(VerdictName(f->verdict))});
     }
-    out << table.Render();
+    out << table.Render() << "\n";
   }
-  out << HiddenRowsLine(r, rows.size()) << "\n"
+  out << HiddenRowsLine(r, rows.size())
       << "bytes: 'at peak' is live at the steady-state peak, 'own peak' the "
          "category's own maximum, 'total' the peak itself; the check's JSON "
          "(--json) has every figure in bytes\n"

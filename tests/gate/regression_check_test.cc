@@ -354,11 +354,11 @@ class RegressionCheckRemedy : public TempDirTest {
     baseline.run = run;
     std::ofstream(dir_ / name) << BaselineToJson(baseline).dump(2);
   }
-  std::string Refusal(const RunFigures& now, bool allow = false) {
+  std::string Refusal(const RunFigures& now) {
     const Baseline baseline = SyntheticBaseline(1, kP);
     return InputErrorOf([&] {
       CompareWithBaseline(baseline, (dir_ / "mlp-tiny-ws1.json").string(), now,
-                          "out/run", {}, allow);
+                          "out/run", {}, /*allow_config_change=*/false);
     });
   }
 };
@@ -368,7 +368,7 @@ TEST_F(RegressionCheckRemedy, AnotherModelIsNeverOfferedThisBaselinesName) {
   RunFigures gpt = SyntheticRun(1, kP);
   gpt.context.config["model"] = "gpt";
   gpt.context.config["source"] = "configs/gpt-tiny.ini";
-  const std::string message = Refusal(gpt, /*allow=*/true);
+  const std::string message = Refusal(gpt);
   EXPECT_NE(message.find("config.model: baseline \"mlp\", run \"gpt\""),
             std::string::npos)
       << message;
