@@ -342,9 +342,8 @@ TEST(FitText, NoZeroLinesAtOneRank) {
 // model-state sentence does not claim replication it does not have; fit
 // prints the same figures.
 TEST(FitAndPredict, UnderZeroOnePrintOneSetOfFigures) {
-  const RunConfig config = ConfigOf(
-      kGpt13,
-      {"--world-size", "8", "--ddp.zero_stage", "1", "--train.device", "cuda"});
+  const RunConfig config =
+      ConfigOf(kGpt13, {"--world-size", "8", "--ddp.zero_stage", "1"});
   const Prediction p = PredictBusiestRank(config);
   const auto json = ToJson(p, config);
   const std::string text = FormatPrediction(p, config);
@@ -354,6 +353,21 @@ TEST(FitAndPredict, UnderZeroOnePrintOneSetOfFigures) {
     EXPECT_EQ(figures.count(figure), 1u)
         << figure << " is not a figure of the JSON:\n"
         << text;
+  }
+  // The GPU line, printed for a cuda config, too.
+  RunConfig cuda = config;
+  cuda.train.device = "cuda";
+  const Prediction on_gpu = PredictBusiestRank(cuda);
+  const std::string gpu_text = FormatPrediction(on_gpu, cuda);
+  ASSERT_NE(gpu_text.find("on a GPU (the CUDA caching allocator"),
+            std::string::npos)
+      << gpu_text;
+  std::set<std::string> gpu_figures;
+  JsonFigures(ToJson(on_gpu, cuda), gpu_figures);
+  for (const std::string& figure : ByteFigures(gpu_text)) {
+    EXPECT_EQ(gpu_figures.count(figure), 1u)
+        << figure << " is not a figure of the JSON:\n"
+        << gpu_text;
   }
   EXPECT_EQ(json["cuda"]["requested_bytes"].get<int64_t>(),
             json["peak"]["total_bytes"].get<int64_t>())
