@@ -227,18 +227,21 @@ std::string MismatchRemedy(const std::vector<ContextDifference>& differences,
             (same.size() > 1
                  ? " (or " + std::to_string(same.size() - 1) + " more there)"
                  : "") +
-            "; or create";
+            ".";
   } else {
+    // A new name: never the baseline's own, nor another file's.
+    std::string name = BaselineFileName(now);
+    std::error_code error;
+    if (fs::path(baseline_origin).filename() == name ||
+        fs::exists(dir / name, error)) {
+      name = fs::path(name).stem().string() + "-new.json";
+    }
     text += "No baseline in " +
             (dir.empty() ? std::string(".") : dir.string()) +
-            " holds this run's config: create";
+            " holds this run's config: create one under a new name: memprof "
+            "baseline --run " +
+            run_origin + " --out " + (dir / name).string() + ".";
   }
-  std::string name = BaselineFileName(now);
-  if (fs::path(baseline_origin).filename() == name) {
-    name = fs::path(name).stem().string() + "-new.json";
-  }
-  text += " a new baseline under a new name: memprof baseline --run " +
-          run_origin + " --out " + (dir / name).string() + ".";
   if (!hard && !model_changed) {
     text += " If the change is meant to change " + baseline_origin +
             "'s figures, gate what it costs with --allow-config-change, "
