@@ -55,8 +55,8 @@ void Gate(const Baseline& baseline) {
   const CheckReport report = CompareWithBaseline(
       again, "baseline.json", baseline.run, "run", ToleranceSettings{}, false);
   if (report.regressed != 0 || report.improved != 0) __builtin_trap();
-  const std::string text = FormatCheckTable(report) +
-                           FormatCheckMarkdown(report) +
+  const std::string text = FormatCheckTable(report, false) +
+                           FormatCheckMarkdown(report, true) +
                            CheckReportToJson(report).dump();
   if (text.empty()) __builtin_trap();
 }

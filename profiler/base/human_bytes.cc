@@ -48,6 +48,17 @@ std::string SignedBytes(int64_t bytes) {
   return bytes > 0 ? "+" + HumanBytes(bytes) : HumanBytes(bytes);
 }
 
+std::string BytesAndExact(int64_t bytes) {
+  if (bytes > -1024 && bytes < 1024) return HumanBytes(bytes);
+  return HumanBytes(bytes) + " (" + GroupedInteger(bytes) + " B)";
+}
+
+std::string SignedBytesAndExact(int64_t bytes) {
+  if (bytes <= 0) return BytesAndExact(bytes);
+  return "+" + HumanBytes(bytes) +
+         (bytes < 1024 ? "" : " (+" + GroupedInteger(bytes) + " B)");
+}
+
 int64_t ParseByteSize(const std::string& text) {
   size_t i = 0;
   while (

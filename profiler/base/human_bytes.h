@@ -10,6 +10,12 @@ namespace memprof {
 std::string HumanBytes(int64_t bytes);   // "0 B", "512 B", "4.50 MiB"
 std::string SignedBytes(int64_t bytes);  // "+1.00 KiB", "-12 B", "0 B"
 
+// "1.18 KiB (1,212 B)", "+1.18 KiB (+1,212 B)": from 1 KiB on, the exact
+// bytes beside the human figure, for where one byte decides (the gate's
+// deltas and allowances); below 1 KiB the human figure is exact already.
+std::string BytesAndExact(int64_t bytes);
+std::string SignedBytesAndExact(int64_t bytes);
+
 // "12,345", "-1,000": an integer with thousands separators.
 std::string GroupedInteger(int64_t value);
 

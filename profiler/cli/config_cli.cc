@@ -498,7 +498,7 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
     throw InputError("--check needs a baseline file");
   }
   for (const char* flag : {"tolerance", "tolerance-bytes", "markdown", "json",
-                           "strict", "allow-config-change"}) {
+                           "strict", "only-changed", "allow-config-change"}) {
     if (Given(cli, flag) && !cli.count("check")) {
       throw InputError(std::string("--") + flag +
                        " is a check option: add --check BASELINE");

@@ -177,8 +177,8 @@ int RunFitCommand(const FitArgs& args) {
   }
 
   const std::string dir = MeasureDir(args);
-  std::cout << "\nmeasured (one rank under --memory-limit " << args.budget_bytes
-            << ", runs in " << dir << "):\n";
+  std::cout << "\nmeasured (one rank under a memory limit of "
+            << HumanBytes(args.budget_bytes) << ", runs in " << dir << "):\n";
   Measurer measure(args, dir);
   const int64_t largest = LargestMeasured(measure, answer.largest_micro_batch);
   FitVerdict verdict;

@@ -33,6 +33,9 @@ po::options_description GateFlags(CheckOptions& o, GateWords& w) {
       "write the result as JSON (memprof.check/1) to FILE")(
       "strict", po::bool_switch(&o.strict),
       "improvements beyond tolerance fail the check too")(
+      "only-changed", po::bool_switch(&o.only_changed),
+      "list only the regressed and improved figures (the table and "
+      "--markdown); the rest is counted in one line")(
       "allow-config-change", po::bool_switch(&o.allow_config_change),
       "gate a run whose config differs from the baseline's instead of "
       "refusing it (world size, device, dtype and libtorch must match)");

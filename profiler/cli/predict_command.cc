@@ -6,6 +6,8 @@
 
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
+#include "profiler/base/run_categories.h"
+#include "profiler/base/text_table.h"
 #include "profiler/predict/cuda_prediction.h"
 #include "profiler/report/breakdown_json.h"
 
@@ -55,15 +57,6 @@ Json Moments(const Prediction& p) {
   return moments;
 }
 
-// "21.1 GB (19.6 GiB)": decimal units too, as model sizes are quoted.
-std::string BothUnits(int64_t bytes) {
-  if (bytes < 1000000000) return HumanBytes(bytes);
-  char text[64];
-  std::snprintf(text, sizeof text, "%.1f GB (%s)",
-                static_cast<double>(bytes) / 1e9, HumanBytes(bytes).c_str());
-  return text;
-}
-
 std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
   const SizeTable& t = p.table;
   auto rows = [&](RowKind kind) {
@@ -89,8 +82,7 @@ std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
              "use (" +
              rows(RowKind::kWeightCast) + " + " +
              rows(RowKind::kRecomputedCast) +
-             " rerun copies), most live at once "
-             "(docs/mixed-precision-and-checkpointing.md)";
+             " rerun copies), most live at once";
     case Category::kOptimizerState: {
       const bool sgd = config.train.optimizer == "sgd";
       if (sgd && config.train.momentum == 0) {
@@ -118,10 +110,10 @@ std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
                " held from forward (" + rows(RowKind::kSaved) +
                " tensors, one input per block), at most " +
                HumanBytes(p.bytes[Index(Category::kActivations)]) +
-               " with a block's rerun (docs/prediction.md)";
+               " with a block's rerun";
       }
       return rows(RowKind::kSaved) + " saved tensors at micro-batch " +
-             std::to_string(p.micro_batch) + " (docs/prediction.md)";
+             std::to_string(p.micro_batch);
     case Category::kInputs:
       return rows(RowKind::kInput) + " batch tensors at micro-batch " +
              std::to_string(p.micro_batch);
@@ -246,21 +238,18 @@ std::string FormatPrediction(const Prediction& p, const RunConfig& config,
                 : std::string("per rank; every rank holds the same model "
                               "state, only activations and inputs follow the "
                               "micro-batch\n\n"));
-  char line[256];
-  std::snprintf(line, sizeof line, "%-16s %12s  %s\n", "category", "predicted",
-                "formula");
-  out << line;
-  for (Category c : CategoriesOf(config.train.dtype)) {
-    std::snprintf(line, sizeof line, "%-16s %12s  %s\n",
-                  std::string(CategoryName(c)).c_str(),
-                  HumanBytes(p.bytes[Index(c)]).c_str(),
-                  Formula(c, p, config).c_str());
-    out << line;
+  using Align = TextTable::Align;
+  TextTable table({{"category", Align::kLeft},
+                   {"predicted", Align::kRight},
+                   {"formula", Align::kLeft}});
+  // Note [Categories a run can fill]
+  for (Category c : CategoriesOf(config)) {
+    table.AddRow({std::string(CategoryName(c)), HumanBytes(p.bytes[Index(c)]),
+                  Formula(c, p, config)});
   }
   const PredictedMoment& peak = p.Peak();
-  std::snprintf(line, sizeof line, "%-16s %12s  %s\n", "steady-state peak",
-                HumanBytes(peak.Total()).c_str(), peak.what.c_str());
-  out << line << "\n";
+  table.AddRow({"steady-state peak", HumanBytes(peak.Total()), peak.what});
+  out << table.Render() << "\n";
 
   // The bytes per parameter of model state, and what replication costs.
   const int64_t adam = p.bytes[Index(Category::kOptimizerState)];
@@ -276,31 +265,34 @@ std::string FormatPrediction(const Prediction& p, const RunConfig& config,
       << BytesPerParameterNote(config) << "; weights " << per.weights
       << " + gradients " << per.gradients << " + optimizer "
       << (p.parameters ? adam / p.parameters : 0) << " = "
-      << BothUnits(replicated) << "; DDP buckets "
+      << HumanBytes(replicated) << "; DDP buckets "
       << (p.parameters ? buckets / p.parameters : 0) << " = "
-      << BothUnits(buckets) << "): " << BothUnits(state);
+      << HumanBytes(buckets) << "): " << HumanBytes(state);
   if (zero1) {
     out << " on rank " << p.rank
         << ": ZeRO-1 gives each rank one partition of the optimizer state "
            "and replicates the rest; the "
         << p.world_size << " ranks hold "
-        << BothUnits(GroupStateBytes(p, config)) << " in all";
+        << HumanBytes(GroupStateBytes(p, config)) << " in all";
   } else {
     out << " per rank, at any world size: data parallelism does not shrink "
            "it";
     if (p.world_size > 1) {
       out << "; the " << p.world_size << " ranks hold " << p.world_size
-          << " copies, " << BothUnits(GroupStateBytes(p, config)) << " in all";
+          << " copies, " << HumanBytes(GroupStateBytes(p, config)) << " in all";
     }
   }
   out << "\n";
-  const ZeroPricing& z = p.zero;
-  out << "at " << p.world_size << " rank" << (p.world_size == 1 ? "" : "s")
-      << ", weights + gradients + optimizer state per rank: plain "
-      << BothUnits(z.plain_bytes) << ", ZeRO-1 " << BothUnits(z.stage1_bytes)
-      << ", ZeRO-2 " << BothUnits(z.stage2_bytes) << ", ZeRO-3 "
-      << BothUnits(z.stage3_bytes) << "; plain replication holds "
-      << BothUnits(z.duplicated_bytes) << " in duplicate across the group\n";
+  if (p.world_size > 1) {  // at one rank there is nothing to shard
+    const ZeroPricing& z = p.zero;
+    out << "at " << p.world_size
+        << " ranks, weights + gradients + optimizer state per rank: plain "
+        << HumanBytes(z.plain_bytes) << ", ZeRO-1 "
+        << HumanBytes(z.stage1_bytes) << ", ZeRO-2 "
+        << HumanBytes(z.stage2_bytes) << ", ZeRO-3 "
+        << HumanBytes(z.stage3_bytes) << "; plain replication holds "
+        << HumanBytes(z.duplicated_bytes) << " in duplicate across the group\n";
+  }
   if (!p.owned_parameters.empty()) {
     const std::vector<int64_t> state_bytes = PartitionStateBytes(p, config);
     out << "ZeRO-1 partition (largest parameter first, to the least-loaded "
@@ -311,6 +303,11 @@ std::string FormatPrediction(const Prediction& p, const RunConfig& config,
           << HumanBytes(state_bytes[r]) << " of optimizer state";
     }
     out << "; ideal P/N = " << GroupedInteger(IdealShare(p)) << " parameters\n";
+  }
+  if (config.train.device != "cuda") {
+    out << "on a GPU: add --train.device cuda for what the CUDA caching "
+           "allocator reserves and the memory outside it\n";
+    return out.str();
   }
   const CudaPrediction cuda = PredictOnCuda(p, config);
   out << "on a GPU (the CUDA caching allocator's rules applied to these "
@@ -335,19 +332,17 @@ std::string FormatPrediction(const Prediction& p, const RunConfig& config,
 }
 
 std::string FormatSizeTable(const SizeTable& table) {
-  std::ostringstream out;
-  out << "size table (" << table.symbols << ")\n";
-  char line[512];
-  std::snprintf(line, sizeof line, "%-44s %-9s %-16s %-7s %14s\n", "tensor",
-                "kind", "shape", "dtype", "bytes");
-  out << line;
+  using Align = TextTable::Align;
+  TextTable text({{"tensor", Align::kLeft},
+                  {"kind", Align::kLeft},
+                  {"shape", Align::kLeft},
+                  {"dtype", Align::kLeft},
+                  {"bytes", Align::kRight}});
   for (const SizeRow& row : table.rows) {
-    std::snprintf(line, sizeof line, "%-44s %-9s %-16s %-7s %14s\n",
-                  row.name.c_str(), KindName(row.kind), row.terms.c_str(),
-                  DtypeName(row.dtype), GroupedInteger(row.Bytes()).c_str());
-    out << line;
+    text.AddRow({row.name, KindName(row.kind), row.terms, DtypeName(row.dtype),
+                 GroupedInteger(row.Bytes())});
   }
-  return out.str();
+  return "size table (" + table.symbols + ")\n" + text.Render();
 }
 
 int RunPredictCommand(const PredictArgs& args) {

@@ -137,8 +137,9 @@ int GateRun(const Baseline& baseline, const RunFigures& run,
   const CheckReport report =
       CompareWithBaseline(baseline, options.baseline_path, run, run_dir,
                           options.tolerances, options.allow_config_change);
-  std::cout << FormatCheckTable(report) << std::flush;
-  const std::string markdown = FormatCheckMarkdown(report);
+  std::cout << FormatCheckTable(report, options.only_changed) << std::flush;
+  const std::string markdown =
+      FormatCheckMarkdown(report, options.only_changed);
   if (!options.markdown_path.empty()) {
     WriteFlaggedFile("--markdown", options.markdown_path, markdown);
   }

@@ -18,6 +18,7 @@ struct CheckOptions {
   std::string json_path;             // "" : none
   bool strict = false;               // improvements beyond tolerance fail too
   bool allow_config_change = false;  // Note [Context policy]
+  bool only_changed = false;  // the table shows regressed and improved rows
 };
 
 // Reads and parses a baseline; InputError naming the file and the reason.

@@ -2,12 +2,17 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 
 #include "profiler/base/category.h"
 #include "profiler/base/errors.h"
+#include "profiler/base/human_bytes.h"
+#include "profiler/base/text_table.h"
+#include "profiler/gate/baseline_search.h"
 
 namespace memprof {
+namespace fs = std::filesystem;
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -68,10 +73,6 @@ std::string Percent(const FigureCheck& f) {
   return text;
 }
 
-std::string Signed(int64_t value) {
-  return (value > 0 ? "+" : "") + std::to_string(value);
-}
-
 std::string Outcome(const CheckReport& r) {
   if (r.regressed > 0) return "regressed";
   if (r.improved > 0) return "improved";
@@ -103,6 +104,30 @@ std::string ChangesLine(const CheckReport& r) {
         (line.empty() ? "" : ", ") + d.key + " " + d.baseline + " -> " + d.now;
   }
   return line;
+}
+
+// The rows in the order people read them: regressed, then improved, then
+// ok, each group in the report's order; with `only_changed`, no ok row.
+std::vector<const FigureCheck*> RowsToShow(const CheckReport& r,
+                                           bool only_changed) {
+  std::vector<const FigureCheck*> rows;
+  for (Verdict verdict :
+       {Verdict::kRegressed, Verdict::kImproved, Verdict::kOk}) {
+    if (only_changed && verdict == Verdict::kOk) break;
+    for (const FigureCheck& f : r.figures) {
+      if (f.verdict == verdict) rows.push_back(&f);
+    }
+  }
+  return rows;
+}
+
+// "32 rows within tolerance not shown (--only-changed)", or "" when every
+// row is shown.
+std::string HiddenRowsLine(const CheckReport& r, size_t shown) {
+  const size_t hidden = r.figures.size() - shown;
+  if (hidden == 0) return "";
+  return std::to_string(hidden) + (hidden == 1 ? " row" : " rows") +
+         " within tolerance not shown (--only-changed)\n";
 }
 
 std::string Header(const CheckReport& r) {
@@ -170,6 +195,64 @@ std::vector<ContextDifference> CompareContexts(const RunContext& baseline,
   return out;
 }
 
+namespace {
+
+// Note [Context policy]: the remedy for a refused comparison. A baseline
+// holds the figures of one config; a run of another config is compared with
+// a baseline of its own (one beside this baseline that holds the run's
+// context, when there is one) or gets a new baseline under a new name; the
+// baseline itself is rewritten only for an intended change of its own
+// model's config, after the change's cost is gated.
+std::string MismatchRemedy(const std::vector<ContextDifference>& differences,
+                           bool hard, const std::string& baseline_origin,
+                           const RunContext& now,
+                           const std::string& run_origin) {
+  bool model_changed = false;
+  for (const ContextDifference& d : differences) {
+    model_changed = model_changed || d.key == "config.model";
+  }
+  const fs::path dir = fs::path(baseline_origin).parent_path();
+  std::string text =
+      std::string(hard ? "the figures are per rank, device and build"
+                       : "the configs differ") +
+      " (" + std::to_string(differences.size()) +
+      (differences.size() == 1 ? " key" : " keys") + " above), so " +
+      baseline_origin + " does not hold this run's figures. ";
+  const std::vector<std::string> same =
+      FindBaselines(dir.string(), [&](const RunContext& context) {
+        return CompareContexts(context, now).empty();
+      });
+  if (!same.empty()) {
+    text += "Compare with the baseline of the same config: " + same.front() +
+            (same.size() > 1
+                 ? " (or " + std::to_string(same.size() - 1) + " more there)"
+                 : "") +
+            ".";
+  } else {
+    // A new name: never the baseline's own, nor another file's.
+    std::string name = BaselineFileName(now);
+    std::error_code error;
+    if (fs::path(baseline_origin).filename() == name ||
+        fs::exists(dir / name, error)) {
+      name = fs::path(name).stem().string() + "-new.json";
+    }
+    text += "No baseline in " +
+            (dir.empty() ? std::string(".") : dir.string()) +
+            " holds this run's config: create one under a new name: memprof "
+            "baseline --run " +
+            run_origin + " --out " + (dir / name).string() + ".";
+  }
+  if (!hard && !model_changed) {
+    text += " If the change is meant to change " + baseline_origin +
+            "'s figures, gate what it costs with --allow-config-change, "
+            "then rewrite it: memprof baseline --run " +
+            run_origin + " --out " + baseline_origin + ".";
+  }
+  return text;
+}
+
+}  // namespace
+
 std::vector<ContextDifference> RequireComparableContext(
     const Baseline& baseline, const std::string& baseline_origin,
     const RunContext& now, const std::string& run_origin,
@@ -185,17 +268,10 @@ std::vector<ContextDifference> RequireComparableContext(
     listed += "\n  " + d.key + ": baseline " + d.baseline + ", run " + d.now;
   }
   if (refused) {
-    const std::string remedy =
-        hard ? "compare with a baseline made in the same context, or make "
-               "one: memprof baseline --run " +
-                   run_origin + " --out NEW.json"
-             : "if the change is intended, refresh the baseline (memprof "
-               "baseline --run " +
-                   run_origin + " --out " + baseline_origin +
-                   ") or pass --allow-config-change to gate the figures "
-                   "across the change";
-    throw InputError("run " + run_origin + " does not match the context of " +
-                     baseline_origin + ":" + listed + "\n" + remedy);
+    throw InputError(
+        "run " + run_origin + " does not match the context of " +
+        baseline_origin + ":" + listed + "\n" +
+        MismatchRemedy(differences, hard, baseline_origin, now, run_origin));
   }
   return differences;
 }
@@ -289,7 +365,7 @@ int CheckExitCode(const CheckReport& report, bool strict) {
   return kExitOk;
 }
 
-std::string FormatCheckTable(const CheckReport& r) {
+std::string FormatCheckTable(const CheckReport& r, bool only_changed) {
   std::ostringstream out;
   out << "memprof check: " << r.run_origin << " against " << r.baseline_origin
       << "\n"
@@ -299,25 +375,31 @@ std::string FormatCheckTable(const CheckReport& r) {
         << ChangesLine(r) << "\n";
   }
   out << "\n";
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "%-16s %-8s %4s %13s %13s %12s %9s %11s  %s\n", "category",
-                "figure", "rank", "baseline", "now", "delta", "delta %",
-                "allowed", "verdict");
-  out << line;
-  for (const FigureCheck& f : r.figures) {
-    std::snprintf(
-        line, sizeof line, "%-16s %-8s %4d %13lld %13lld %12s %9s %11lld  %s\n",
-        f.key.c_str(), FigureWords(f.figure).c_str(), f.rank,
-        static_cast<long long>(f.baseline_bytes),
-        static_cast<long long>(f.now_bytes), Signed(f.delta_bytes).c_str(),
-        Percent(f).c_str(), static_cast<long long>(f.allowed_bytes),
-        std::string(VerdictName(f.verdict)).c_str());
-    out << line;
+  const std::vector<const FigureCheck*> rows = RowsToShow(r, only_changed);
+  if (!rows.empty()) {
+    using Align = TextTable::Align;
+    TextTable table({{"category", Align::kLeft},
+                     {"figure", Align::kLeft},
+                     {"rank", Align::kRight},
+                     {"baseline", Align::kRight},
+                     {"now", Align::kRight},
+                     {"delta", Align::kRight},
+                     {"delta %", Align::kRight},
+                     {"allowed", Align::kRight},
+                     {"verdict", Align::kLeft}});
+    for (const FigureCheck* f : rows) {
+      table.AddRow({f->key, FigureWords(f->figure), std::to_string(f->rank),
+                    HumanBytes(f->baseline_bytes), HumanBytes(f->now_bytes),
+                    SignedBytesAndExact(f->delta_bytes), Percent(*f),
+                    BytesAndExact(f->allowed_bytes),
+                    std::string(VerdictName(f->verdict))});
+    }
+    out << table.Render() << "\n";
   }
-  out << "\n"
+  out << HiddenRowsLine(r, rows.size())
       << "bytes: 'at peak' is live at the steady-state peak, 'own peak' the "
-         "category's own maximum, 'total' the peak itself\n"
+         "category's own maximum, 'total' the peak itself; the check's JSON "
+         "(--json) has every figure in bytes\n"
       << "tolerances: " << TolerancesLine(r) << "\n"
       << "result: " << Counts(r) << "\n";
   if (r.regressed > 0) {
@@ -332,7 +414,7 @@ std::string FormatCheckTable(const CheckReport& r) {
   return out.str();
 }
 
-std::string FormatCheckMarkdown(const CheckReport& r) {
+std::string FormatCheckMarkdown(const CheckReport& r, bool only_changed) {
   std::ostringstream out;
   const std::string outcome = Outcome(r);
   out << "### memprof memory check: "
@@ -346,17 +428,24 @@ std::string FormatCheckMarkdown(const CheckReport& r) {
     out << "Config changes (allowed by `--allow-config-change`): "
         << ChangesLine(r) << ".\n\n";
   }
-  out << "| category | figure | rank | baseline (B) | now (B) | delta (B) | "
-         "delta % | allowed (B) | verdict |\n"
-      << "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
-  for (const FigureCheck& f : r.figures) {
-    const std::string verdict(VerdictName(f.verdict));
-    out << "| " << f.key << " | " << FigureWords(f.figure) << " | " << f.rank
-        << " | " << f.baseline_bytes << " | " << f.now_bytes << " | "
-        << Signed(f.delta_bytes) << " | " << Percent(f) << " | "
-        << f.allowed_bytes << " | "
-        << (f.verdict == Verdict::kOk ? verdict : "**" + verdict + "**")
+  const std::vector<const FigureCheck*> rows = RowsToShow(r, only_changed);
+  if (!rows.empty()) {
+    out << "| category | figure | rank | baseline | now | delta | delta % | "
+           "allowed | verdict |\n"
+        << "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
+  }
+  for (const FigureCheck* f : rows) {
+    const std::string verdict(VerdictName(f->verdict));
+    out << "| " << f->key << " | " << FigureWords(f->figure) << " | " << f->rank
+        << " | " << HumanBytes(f->baseline_bytes) << " | "
+        << HumanBytes(f->now_bytes) << " | "
+        << SignedBytesAndExact(f->delta_bytes) << " | " << Percent(*f) << " | "
+        << BytesAndExact(f->allowed_bytes) << " | "
+        << (f->verdict == Verdict::kOk ? verdict : "**" + verdict + "**")
         << " |\n";
+  }
+  if (rows.size() < r.figures.size()) {
+    out << "\n" << HiddenRowsLine(r, rows.size());
   }
   out << "\nTolerances: " << TolerancesLine(r) << ".\n";
   return out.str();

@@ -1,6 +1,8 @@
 // A run against its baseline: which context differences are errors, each
 // figure's verdict under its tolerance, and the result as a table, Markdown
-// and JSON (memprof.check/1). Pure and torch-free.
+// and JSON (memprof.check/1). Torch-free; pure but for the remedy of a
+// refused comparison, which looks beside the baseline for one that holds the
+// run's context (baseline_search.h).
 //
 // Note [Context policy]
 // A baseline holds for one context. Always an error (InputError, exit 2):
@@ -12,7 +14,11 @@
 // differences are listed with the result and the figures gated as usual, so
 // a change that is meant to alter the model is gated on what it costs
 // (mlp.hidden 64 -> 65 fails on weights by 4 x dP bytes) instead of passing
-// or being refused outright.
+// or being refused outright. A refusal lists the differing keys and the
+// remedy: the baseline of the run's own config (named when one lies beside
+// the baseline), or a new baseline under a new name; rewriting the baseline
+// is offered only for a change of its own model's config (never when
+// config.model differs), after --allow-config-change gated the change.
 #pragma once
 
 #include <cstdint>
@@ -90,8 +96,12 @@ CheckReport CompareWithBaseline(const Baseline& baseline,
 // 1 when a figure regressed (or, with `strict`, improved), else 0.
 int CheckExitCode(const CheckReport& report, bool strict);
 
-std::string FormatCheckTable(const CheckReport& report);
-std::string FormatCheckMarkdown(const CheckReport& report);
+// The result for people: sizes in KiB/MiB/GiB (with the exact bytes of a
+// delta or allowance from 1 KiB on), regressed rows first, then improved,
+// then ok; with `only_changed` the ok rows are left out and counted in one
+// line. The JSON carries every row in bytes.
+std::string FormatCheckTable(const CheckReport& report, bool only_changed);
+std::string FormatCheckMarkdown(const CheckReport& report, bool only_changed);
 nlohmann::ordered_json CheckReportToJson(const CheckReport& report);
 
 }  // namespace memprof

@@ -392,6 +392,9 @@ std::string FitVerdictSentence(const FitAnswer& a) {
         out << "ZeRO-" << a.zero_stage << " at " << Plural(a.world_size, "rank")
             << " would fit (" << HumanBytes(a.zero_peak_bytes[a.zero_stage])
             << " per rank)";
+      } else if (a.zero3_ranks > 0 && a.world_size == 1) {
+        out << "sharding the model state across ranks would: ZeRO-3 fits at "
+            << a.zero3_ranks << " ranks";
       } else if (a.zero3_ranks > 0) {
         out << "no ZeRO stage fits at " << Plural(a.world_size, "rank")
             << " (ZeRO-3: " << HumanBytes(a.zero_peak_bytes[3])
@@ -409,7 +412,7 @@ std::string FormatFit(const FitAnswer& a, const RunConfig& config) {
   std::ostringstream out;
   out << "memprof fit: " << config.model << " ("
       << (config.source.empty() ? "flags" : config.source) << "), budget "
-      << HumanBytes(a.budget_bytes) << " (" << a.budget_bytes
+      << HumanBytes(a.budget_bytes) << " (" << GroupedInteger(a.budget_bytes)
       << " B) per rank, " << Plural(a.world_size, "rank") << ", micro-batch "
       << a.micro_batch << " per rank\n";
   const std::string gpu_need =
@@ -447,18 +450,21 @@ std::string FormatFit(const FitAnswer& a, const RunConfig& config) {
   } else {
     out << "none\n";
   }
-  out << "ZeRO at " << Plural(a.world_size, "rank")
-      << ", priced with ideal P/N shards, " << (a.device.gpu ? "need" : "peak")
-      << " per rank at micro-batch 1: ZeRO-1 "
-      << HumanBytes(a.zero_peak_bytes[1]) << ", ZeRO-2 "
-      << HumanBytes(a.zero_peak_bytes[2]) << ", ZeRO-3 "
-      << HumanBytes(a.zero_peak_bytes[3]) << " (model state: plain "
-      << HumanBytes(a.zero.plain_bytes) << ", ZeRO-1 "
-      << HumanBytes(a.zero.stage1_bytes) << ", ZeRO-2 "
-      << HumanBytes(a.zero.stage2_bytes) << ", ZeRO-3 "
-      << HumanBytes(a.zero.stage3_bytes) << "; plain replication holds "
-      << HumanBytes(a.zero.duplicated_bytes) << " in duplicate)\n"
-      << "verdict: " << FitVerdictSentence(a) << "\n";
+  if (a.world_size > 1) {  // at one rank there is nothing to shard
+    out << "ZeRO at " << Plural(a.world_size, "rank")
+        << ", priced with ideal P/N shards, "
+        << (a.device.gpu ? "need" : "peak")
+        << " per rank at micro-batch 1: ZeRO-1 "
+        << HumanBytes(a.zero_peak_bytes[1]) << ", ZeRO-2 "
+        << HumanBytes(a.zero_peak_bytes[2]) << ", ZeRO-3 "
+        << HumanBytes(a.zero_peak_bytes[3]) << " (model state: plain "
+        << HumanBytes(a.zero.plain_bytes) << ", ZeRO-1 "
+        << HumanBytes(a.zero.stage1_bytes) << ", ZeRO-2 "
+        << HumanBytes(a.zero.stage2_bytes) << ", ZeRO-3 "
+        << HumanBytes(a.zero.stage3_bytes) << "; plain replication holds "
+        << HumanBytes(a.zero.duplicated_bytes) << " in duplicate)\n";
+  }
+  out << "verdict: " << FitVerdictSentence(a) << "\n";
   if (!a.device.gpu && a.gpu_bytes > a.budget_bytes) {
     out << "on a GPU the same run would need " << gpu_need << ", over "
         << HumanBytes(a.budget_bytes)

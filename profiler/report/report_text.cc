@@ -194,7 +194,7 @@ ReportTable CategoriesTable(const RunView& view) {
   table.header.push_back("bytes/P");
   table.numeric.assign(table.header.size(), true);
   table.numeric[0] = false;
-  for (Category c : CategoriesOf(first.context.config.train.dtype)) {
+  for (Category c : ShownCategories(view.ranks)) {
     std::vector<std::string> row = {std::string(CategoryName(c)),
                                     Bytes(first.Of(c).predicted_bytes)};
     for (const RankReport& rank : view.ranks) {
@@ -256,8 +256,7 @@ ReportTable PeakTable(const RunView& view) {
   }
   table.numeric.assign(table.header.size(), true);
   table.numeric[0] = false;
-  for (Category c :
-       CategoriesOf(view.ranks.front().context.config.train.dtype)) {
+  for (Category c : ShownCategories(view.ranks)) {
     std::vector<std::string> row = {std::string(CategoryName(c)),
                                     Bytes(predicted.breakdown[Index(c)])};
     for (const RankReport& rank : view.ranks) {
@@ -387,8 +386,7 @@ ReportTable OutOfMemoryTable(const RunView& view) {
   }
   table.numeric.assign(table.header.size(), true);
   table.numeric[0] = false;
-  for (Category c :
-       CategoriesOf(view.ranks.front().context.config.train.dtype)) {
+  for (Category c : ShownCategories(view.ranks)) {
     std::vector<std::string> row = {std::string(CategoryName(c))};
     for (const OutOfMemoryFigures* oom : failed) {
       row.push_back(Bytes(oom->breakdown[Index(c)]));
@@ -467,7 +465,7 @@ ReportText BuildReportText(const RunView& view) {
     if (!rank.post_mortem) continue;
     const PostMortemFigures& p = *rank.post_mortem;
     std::string parts;
-    for (Category c : CategoriesOf(rank.context.config.train.dtype)) {
+    for (Category c : kAllCategories) {
       if (p.live_bytes[Index(c)] == 0) continue;
       parts += (parts.empty() ? "" : ", ") + std::string(CategoryName(c)) +
                " " + HumanBytes(p.live_bytes[Index(c)]);

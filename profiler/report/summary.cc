@@ -7,6 +7,7 @@
 
 #include "profiler/base/category.h"
 #include "profiler/base/human_bytes.h"
+#include "profiler/base/run_categories.h"
 #include "profiler/base/statistics.h"
 #include "profiler/predict/prediction.h"
 
@@ -60,7 +61,7 @@ Json CategoriesJson(const std::vector<RankReport>& ranks) {
 // The category rows of the console table.
 void CategoryRows(const std::vector<RankReport>& ranks, std::ostream& out) {
   const int64_t parameters = ranks.front().parameters;
-  for (Category c : kAllCategories) {
+  for (Category c : ShownCategories(ranks)) {
     out << Cell("%-16s", std::string(CategoryName(c)))
         << Cell(" %11s", HumanBytes(ranks.front().Of(c).predicted_bytes));
     std::vector<ErrorFigure> errors;
@@ -82,6 +83,16 @@ void CategoryRows(const std::vector<RankReport>& ranks, std::ostream& out) {
 }
 
 }  // namespace
+
+std::vector<Category> ShownCategories(const std::vector<RankReport>& ranks) {
+  return CategoriesToShow(ranks.front().context.config, [&](Category c) {
+    for (const RankReport& rank : ranks) {
+      const CategoryFigures& f = rank.Of(c);
+      if (f.allocated_bytes != 0 || f.predicted_bytes != 0) return true;
+    }
+    return false;
+  });
+}
 
 ErrorFigure ErrorOf(int64_t measured, int64_t predicted) {
   ErrorFigure out;

@@ -15,6 +15,11 @@
 
 namespace memprof {
 
+// The categories the human-readable tables of `ranks` show: those the run's
+// config can fill, and any other a rank allocated or the prediction holds
+// (Note [Categories a run can fill]). `ranks` not empty.
+std::vector<Category> ShownCategories(const std::vector<RankReport>& ranks);
+
 // measured - predicted, and that as a percentage of the prediction (none
 // for a prediction of 0, unless the error is 0 too).
 struct ErrorFigure {

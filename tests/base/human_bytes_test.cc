@@ -21,6 +21,15 @@ TEST(HumanBytes, SignedShowsPlusForGrowth) {
   EXPECT_EQ(SignedBytes(0), "0 B");
 }
 
+TEST(HumanBytes, ExactBytesFromOneKibibyteOn) {
+  EXPECT_EQ(BytesAndExact(1023), "1023 B");
+  EXPECT_EQ(BytesAndExact(2555), "2.50 KiB (2,555 B)");
+  EXPECT_EQ(SignedBytesAndExact(1212), "+1.18 KiB (+1,212 B)");
+  EXPECT_EQ(SignedBytesAndExact(-1212), "-1.18 KiB (-1,212 B)");
+  EXPECT_EQ(SignedBytesAndExact(12), "+12 B");
+  EXPECT_EQ(SignedBytesAndExact(0), "0 B");
+}
+
 TEST(ParseByteSize, BinaryAndDecimalUnitsAndPlainBytes) {
   EXPECT_EQ(ParseByteSize("2GiB"), 2LL << 30);
   EXPECT_EQ(ParseByteSize("80GiB"), 80LL << 30);

@@ -352,7 +352,10 @@ TEST_F(CliTest, PredictPrintsTheTableWithoutTrainingAndJsonOnRequest) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("P = 1,315,723,264 parameters"), std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("21.1 GB"), std::string::npos) << r.output;
+  // 16 bytes per parameter in IEC units only: 19.6 GiB, never "21.1 GB".
+  EXPECT_NE(r.output.find("optimizer 8 = 19.6 GiB"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find(" GB"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("does not shrink"), std::string::npos) << r.output;
   r = RunMemprof("predict --config " + config + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;

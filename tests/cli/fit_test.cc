@@ -210,13 +210,11 @@ std::vector<std::string> ByteFigures(const std::string& text) {
   return figures;
 }
 
-// `bytes` as the text may print it: HumanBytes, decimal GB, or whole.
+// `bytes` as the text may print it: HumanBytes or whole (a figure in GB
+// is never one: one unit family).
 void AddFigure(int64_t bytes, std::set<std::string>& out) {
   out.insert(HumanBytes(bytes));
   out.insert(std::to_string(bytes) + " B");
-  char gb[32];
-  std::snprintf(gb, sizeof gb, "%.1f GB", static_cast<double>(bytes) / 1e9);
-  out.insert(gb);
 }
 
 // Every integer in `json`, as the text may print it.
@@ -339,6 +337,30 @@ TEST(FitOnAGpu, TheCommandSaysWhichFigureDecided) {
       << bad.output;
 }
 
+// At one rank there is nothing to shard: no ZeRO pricing, and a verdict
+// that names the ranks ZeRO-3 would need without pricing it at one.
+TEST(FitText, NoZeroLinesAtOneRank) {
+  const RunConfig one = ConfigOf(kTiny, {});
+  const FitAnswer roomy = FitOf(kTiny, 1 << 20);
+  const std::string text = FormatFit(roomy, one);
+  EXPECT_EQ(text.find("ZeRO"), std::string::npos) << text;
+  EXPECT_NE(text.find("budget 1.00 MiB (1,048,576 B) per rank"),
+            std::string::npos)
+      << text;
+  const RunConfig two = ConfigOf(kTiny, {"--world-size", "2"});
+  EXPECT_NE(FormatFit(Fit(two, 1 << 20), two).find("ZeRO at 2 ranks"),
+            std::string::npos);
+
+  const FitAnswer over1 =
+      FitOf(kGpt13, int64_t{16} << 30, {"--world-size", "1"});
+  const std::string verdict = FitVerdictSentence(over1);
+  EXPECT_EQ(verdict.find("at 1 rank"), std::string::npos) << verdict;
+  EXPECT_NE(verdict.find("ZeRO-3 fits at " + std::to_string(over1.zero3_ranks) +
+                         " ranks"),
+            std::string::npos)
+      << verdict;
+}
+
 // Every byte figure predict prints under ZeRO-1 is one of its JSON's: the
 // GPU line is the busiest rank's partition, not the stage-0 replay, and the
 // model-state sentence does not claim replication it does not have; fit
@@ -355,6 +377,21 @@ TEST(FitAndPredict, UnderZeroOnePrintOneSetOfFigures) {
     EXPECT_EQ(figures.count(figure), 1u)
         << figure << " is not a figure of the JSON:\n"
         << text;
+  }
+  // The GPU line, printed for a cuda config, too.
+  RunConfig cuda = config;
+  cuda.train.device = "cuda";
+  const Prediction on_gpu = PredictBusiestRank(cuda);
+  const std::string gpu_text = FormatPrediction(on_gpu, cuda);
+  ASSERT_NE(gpu_text.find("on a GPU (the CUDA caching allocator"),
+            std::string::npos)
+      << gpu_text;
+  std::set<std::string> gpu_figures;
+  JsonFigures(ToJson(on_gpu, cuda), gpu_figures);
+  for (const std::string& figure : ByteFigures(gpu_text)) {
+    EXPECT_EQ(gpu_figures.count(figure), 1u)
+        << figure << " is not a figure of the JSON:\n"
+        << gpu_text;
   }
   EXPECT_EQ(json["cuda"]["requested_bytes"].get<int64_t>(),
             json["peak"]["total_bytes"].get<int64_t>())

@@ -3,14 +3,18 @@
 // table, Markdown and JSON it writes.
 #include "profiler/gate/regression_check.h"
 
+#include <fstream>
 #include <functional>
 #include <limits>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "profiler/base/errors.h"
+#include "profiler/gate/baseline_search.h"
 #include "tests/gate/synthetic_run.h"
 #include "tests/input_error_of.h"
+#include "tests/temp_dir.h"
 
 namespace memprof {
 namespace {
@@ -232,7 +236,7 @@ TEST(RegressionCheck, TableMarkdownAndJsonCarryEveryRow) {
     rank.measured_bytes[Index(Category::kWeights)] += 4 * 303;
   }
   const CheckReport report = Compare(baseline, now, {}, /*allow=*/true);
-  const std::string table = FormatCheckTable(report);
+  const std::string table = FormatCheckTable(report, /*only_changed=*/false);
   EXPECT_NE(table.find("memprof check: out/run against base.json"),
             std::string::npos)
       << table;
@@ -240,16 +244,21 @@ TEST(RegressionCheck, TableMarkdownAndJsonCarryEveryRow) {
   EXPECT_NE(table.find("11082 parameters in the baseline, 11385 now"),
             std::string::npos)
       << table;
-  EXPECT_NE(table.find("+1212"), std::string::npos) << table;
-  EXPECT_NE(table.find("regressed"), std::string::npos);
+  // Sizes in IEC units; the delta that fails by the byte, exact too.
+  EXPECT_NE(table.find("43.3 KiB  44.5 KiB  +1.18 KiB (+1,212 B)"),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(table.find("44328"), std::string::npos) << table;
   EXPECT_NE(table.find("result: 2 regressed, 0 improved, 32 within tolerance"),
             std::string::npos)
       << table;
 
-  const std::string markdown = FormatCheckMarkdown(report);
+  const std::string markdown =
+      FormatCheckMarkdown(report, /*only_changed=*/false);
   EXPECT_EQ(markdown.rfind("### memprof memory check: regressed", 0), 0u);
-  EXPECT_NE(markdown.find("| weights | at peak | 1 | 44328 | 45540 | +1212 | "
-                          "+2.73% | 0 | **regressed** |"),
+  EXPECT_NE(markdown.find("| weights | at peak | 1 | 43.3 KiB | 44.5 KiB | "
+                          "+1.18 KiB (+1,212 B) | +2.73% | 0 B | "
+                          "**regressed** |"),
             std::string::npos)
       << markdown;
   EXPECT_NE(markdown.find("| gradients | at peak | 0 |"), std::string::npos);
@@ -261,6 +270,167 @@ TEST(RegressionCheck, TableMarkdownAndJsonCarryEveryRow) {
   EXPECT_EQ(json["figures"][0]["key"], "weights");
   EXPECT_EQ(json["figures"][0]["delta_bytes"], 1212);
   EXPECT_EQ(json["config_changes"][0]["key"], "config.mlp.hidden");
+}
+
+// The verdicts of the table's rows, top to bottom.
+std::vector<std::string> Verdicts(const std::string& table) {
+  std::vector<std::string> verdicts;
+  std::istringstream in(table);
+  std::string line;
+  bool rows = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("category ", 0) == 0) {
+      rows = true;
+    } else if (line.empty()) {
+      rows = false;
+    } else if (rows) {
+      verdicts.push_back(line.substr(line.rfind(' ') + 1));
+    }
+  }
+  return verdicts;
+}
+
+// Rank 1's activations regress and rank 0's temporaries improve, both by far
+// more than their 1%.
+CheckReport OneRegressedOneImproved() {
+  const Baseline baseline = SyntheticBaseline(2, kP);
+  RunFigures now = baseline.run;
+  now.ranks[1].peak_bytes[Index(Category::kActivations)] *= 2;
+  now.ranks[0].measured_bytes[Index(Category::kTemporaries)] /= 2;
+  return Compare(baseline, now);
+}
+
+TEST(RegressionCheck, TheTableListsRegressedThenImprovedThenOk) {
+  const CheckReport report = OneRegressedOneImproved();
+  ASSERT_EQ(report.regressed, 1);
+  ASSERT_EQ(report.improved, 1);
+  const std::string table = FormatCheckTable(report, /*only_changed=*/false);
+  const std::vector<std::string> verdicts = Verdicts(table);
+  ASSERT_EQ(verdicts.size(), report.figures.size()) << table;
+  EXPECT_EQ(verdicts[0], "regressed") << table;
+  EXPECT_EQ(verdicts[1], "improved") << table;
+  for (size_t i = 2; i < verdicts.size(); ++i) {
+    EXPECT_EQ(verdicts[i], "ok") << table;
+  }
+  EXPECT_NE(table.find("activations      own peak     1"), std::string::npos)
+      << table;
+  // The JSON keeps the report's order, every row.
+  EXPECT_EQ(CheckReportToJson(report)["figures"][0]["key"], "weights");
+}
+
+TEST(RegressionCheck, OnlyChangedListsTheChangedRowsAndCountsTheRest) {
+  const CheckReport report = OneRegressedOneImproved();
+  const std::string table = FormatCheckTable(report, /*only_changed=*/true);
+  EXPECT_EQ(Verdicts(table),
+            (std::vector<std::string>{"regressed", "improved"}))
+      << table;
+  EXPECT_NE(table.find("\n32 rows within tolerance not shown (--only-changed)"
+                       "\n"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("result: 1 regressed, 1 improved, 32 within tolerance"),
+            std::string::npos)
+      << table;
+  const std::string markdown = FormatCheckMarkdown(report, true);
+  EXPECT_EQ(markdown.find("| ok |"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("**improved**"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("32 rows within tolerance not shown"),
+            std::string::npos)
+      << markdown;
+
+  // Nothing changed: no table at all, one line.
+  const Baseline baseline = SyntheticBaseline(2, kP);
+  const std::string quiet =
+      FormatCheckTable(Compare(baseline, baseline.run), true);
+  EXPECT_TRUE(Verdicts(quiet).empty()) << quiet;
+  EXPECT_NE(quiet.find("34 rows within tolerance not shown"), std::string::npos)
+      << quiet;
+}
+
+class RegressionCheckRemedy : public TempDirTest {
+ protected:
+  void Write(const std::string& name, const RunFigures& run) {
+    Baseline baseline;
+    baseline.run = run;
+    std::ofstream(dir_ / name) << BaselineToJson(baseline).dump(2);
+  }
+  std::string Refusal(const RunFigures& now) {
+    const Baseline baseline = SyntheticBaseline(1, kP);
+    return InputErrorOf([&] {
+      CompareWithBaseline(baseline, (dir_ / "mlp-tiny-ws1.json").string(), now,
+                          "out/run", {}, /*allow_config_change=*/false);
+    });
+  }
+};
+
+TEST_F(RegressionCheckRemedy, AnotherModelIsNeverOfferedThisBaselinesName) {
+  Write("mlp-tiny-ws1.json", SyntheticRun(1, kP));
+  RunFigures gpt = SyntheticRun(1, kP);
+  gpt.context.config["model"] = "gpt";
+  gpt.context.config["source"] = "configs/gpt-tiny.ini";
+  const std::string message = Refusal(gpt);
+  EXPECT_NE(message.find("config.model: baseline \"mlp\", run \"gpt\""),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("the configs differ (1 key above)"), std::string::npos)
+      << message;
+  const std::string mlp = (dir_ / "mlp-tiny-ws1.json").string();
+  EXPECT_EQ(message.find("--out " + mlp), std::string::npos) << message;
+  EXPECT_NE(message.find("memprof baseline --run out/run --out " +
+                         (dir_ / "gpt-tiny-ws1.json").string()),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("--allow-config-change"), std::string::npos)
+      << message;
+}
+
+TEST_F(RegressionCheckRemedy, TheBaselineOfTheSameConfigIsNamedWhenThereIsOne) {
+  RunFigures gpt = SyntheticRun(1, kP);
+  gpt.context.config["model"] = "gpt";
+  Write("mlp-tiny-ws1.json", SyntheticRun(1, kP));
+  Write("gpt-tiny-ws1.json", gpt);
+  Write("notes.json", SyntheticRun(2, kP));  // another context
+  std::ofstream(dir_ / "broken.json") << "{";
+  const std::string message = Refusal(gpt);
+  EXPECT_NE(message.find("Compare with the baseline of the same config: " +
+                         (dir_ / "gpt-tiny-ws1.json").string()),
+            std::string::npos)
+      << message;
+}
+
+TEST_F(RegressionCheckRemedy, AChangedKeyOfTheSameModelMayRewriteTheBaseline) {
+  RunFigures wider = SyntheticRun(1, kP);
+  wider.context.config["mlp"]["hidden"] = 65;
+  const std::string message = Refusal(wider);
+  const std::string mlp = (dir_ / "mlp-tiny-ws1.json").string();
+  EXPECT_NE(message.find("No baseline in " + dir_.string() +
+                         " holds this run's config"),
+            std::string::npos)
+      << message;
+  // The derived name is the baseline's own: a new one is offered instead.
+  EXPECT_NE(message.find("--out " + (dir_ / "mlp-tiny-ws1-new.json").string()),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("gate what it costs with --allow-config-change, then "
+                         "rewrite it: memprof baseline --run out/run --out " +
+                         mlp),
+            std::string::npos)
+      << message;
+}
+
+TEST(BaselineSearch, NamesFollowTheCommittedBaselines) {
+  RunFigures run = SyntheticRun(2, kP);
+  EXPECT_EQ(BaselineFileName(run.context), "mlp-tiny-ws2.json");
+  run.context.config["ddp"]["zero_stage"] = 1;
+  EXPECT_EQ(BaselineFileName(run.context), "mlp-tiny-ws2-zero1.json");
+  RunFigures gpt = SyntheticRun(1, kP);
+  gpt.context.config["source"] = "configs/gpt-tiny.ini";
+  gpt.context.config["train"]["activation_checkpointing"] = "blocks";
+  EXPECT_EQ(BaselineFileName(gpt.context), "gpt-tiny-ws1-checkpointed.json");
+  gpt.context.config.erase("source");
+  gpt.context.dtype = "bf16-autocast";
+  EXPECT_EQ(BaselineFileName(gpt.context),
+            "mlp-ws1-bf16-autocast-checkpointed.json");
 }
 
 }  // namespace

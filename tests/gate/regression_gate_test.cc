@@ -335,9 +335,25 @@ TEST_F(RegressionGateTest, OneUnitWiderFailsOnModelStateByThePredictedBytes) {
       }
     }
   }
-  EXPECT_NE(r.output.find("weights          at peak     0"), std::string::npos)
+  EXPECT_NE(r.output.find("weights          at peak      0"), std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("+" + std::to_string(4 * dp)), std::string::npos);
+  // In KiB, with the exact bytes of the delta beside it.
+  ASSERT_GE(4 * dp, 1000);
+  ASSERT_LT(4 * dp, 1000000);
+  const std::string low = std::to_string(4 * dp % 1000);
+  EXPECT_NE(r.output.find(" KiB (+" + std::to_string(4 * dp / 1000) + "," +
+                          std::string(3 - low.size(), '0') + low + " B)"),
+            std::string::npos)
+      << r.output;
+
+  // --only-changed: the 16 regressed rows, the rest in one line.
+  r = RunMemprof("check" + base + " --run " + wide +
+                 " --allow-config-change --only-changed");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output.find(" ok\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" rows within tolerance not shown (--only-changed)"),
+            std::string::npos)
+      << r.output;
   const std::string markdown = ReadFile(Path("c.md"));
   EXPECT_EQ(markdown.rfind("### memprof memory check: regressed", 0), 0u);
   EXPECT_NE(markdown.find("| optimizer_state | at peak | 1 |"),

@@ -3,8 +3,12 @@
 // docs/prediction.md, and the model-state statement of `memprof predict`.
 #include "profiler/predict/prediction.h"
 
+#include <algorithm>
+#include <sstream>
+
 #include <gtest/gtest.h>
 
+#include "profiler/base/human_bytes.h"
 #include "profiler/cli/config_cli.h"
 #include "profiler/cli/predict_command.h"
 
@@ -277,9 +281,11 @@ TEST(Prediction, PredictStatesTwentyOneGigabytesForTheOnePointThreeBillionGpt) {
   const Prediction p = Predict(config);
   EXPECT_EQ(p.parameters, 1315723264);
   const std::string text = FormatPrediction(p, config);
-  EXPECT_NE(text.find("weights 4 + gradients 4 + optimizer 8 = 21.1 GB"),
+  EXPECT_NE(text.find("weights 4 + gradients 4 + optimizer 8 = " +
+                      HumanBytes(16 * p.parameters)),
             std::string::npos)
       << text;
+  EXPECT_EQ(HumanBytes(16 * p.parameters), "19.6 GiB");
   EXPECT_NE(text.find("data parallelism does not shrink it"),
             std::string::npos);
   EXPECT_NE(text.find("the 8 ranks hold 8 copies"), std::string::npos);
@@ -322,6 +328,101 @@ TEST(Prediction, ThePeakIsTheLargerOfEarlyBackwardAndTheOptimizerStep) {
   EXPECT_EQ(gpt.Peak().Total(), ModelStateBytes(gpt.bytes) +
                                     Sum(gpt.early_backward.bytes) -
                                     ModelStateBytes(gpt.early_backward.bytes));
+}
+
+// The category rows of a prediction's text: the first word of each line
+// between the header and the steady-state peak.
+std::vector<std::string> CategoryRows(const std::string& text) {
+  std::vector<std::string> rows;
+  std::istringstream in(text);
+  std::string line;
+  bool in_table = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("category ", 0) == 0) {
+      in_table = true;
+    } else if (line.rfind("steady-state peak", 0) == 0) {
+      break;
+    } else if (in_table) {
+      rows.push_back(line.substr(0, line.find(' ')));
+    }
+  }
+  return rows;
+}
+
+bool HasRow(const std::vector<std::string>& rows, const std::string& name) {
+  return std::find(rows.begin(), rows.end(), name) != rows.end();
+}
+
+TEST(PredictText, OneUnitFamilyNoNotesAndNoZeroLinesAtOneRank) {
+  for (const char* preset : {"mlp-tiny", "gpt-1.3b"}) {
+    for (const char* ranks : {"1", "8"}) {
+      const RunConfig config = Preset(preset, {"--world-size", ranks});
+      const std::string text = FormatPrediction(Predict(config), config);
+      for (const char* word : {" GB", " MB", " KB", "README", "Note [", ".h",
+                               ".cc", "profiler/"}) {
+        EXPECT_EQ(text.find(word), std::string::npos)
+            << preset << " at " << ranks << " ranks: '" << word << "' in\n"
+            << text;
+      }
+      EXPECT_EQ(text.find("ZeRO") == std::string::npos,
+                std::string(ranks) == "1")
+          << text;
+    }
+  }
+}
+
+TEST(PredictText, NoRowForACategoryTheConfigCannotFill) {
+  const RunConfig plain = Preset("mlp-tiny");
+  const std::vector<std::string> rows =
+      CategoryRows(FormatPrediction(Predict(plain), plain));
+  EXPECT_FALSE(HasRow(rows, "weight_casts"));
+  EXPECT_TRUE(HasRow(rows, "ddp_buckets"));  // the Reducer's, at one rank too
+  EXPECT_TRUE(HasRow(rows, "optimizer_state"));
+  EXPECT_TRUE(HasRow(rows, "unattributed"));
+
+  const RunConfig lean = Preset(
+      "mlp-tiny", {"--ddp.gradient_as_bucket_view", "true", "--train.optimizer",
+                   "sgd", "--train.dtype", "bf16-autocast"});
+  const std::vector<std::string> lean_rows =
+      CategoryRows(FormatPrediction(Predict(lean), lean));
+  EXPECT_TRUE(HasRow(lean_rows, "weight_casts"));
+  EXPECT_FALSE(HasRow(lean_rows, "ddp_buckets"));
+  EXPECT_FALSE(HasRow(lean_rows, "optimizer_state"));
+}
+
+TEST(PredictText, GpuFiguresOnlyForACudaConfig) {
+  const RunConfig cpu = Preset("mlp-tiny");
+  const std::string on_cpu = FormatPrediction(Predict(cpu), cpu);
+  EXPECT_EQ(on_cpu.find("reserved ("), std::string::npos) << on_cpu;
+  EXPECT_NE(on_cpu.find("add --train.device cuda"), std::string::npos);
+  const RunConfig cuda = Preset("mlp-tiny", {"--train.device", "cuda"});
+  const std::string on_gpu = FormatPrediction(Predict(cuda), cuda);
+  EXPECT_NE(on_gpu.find("reserved ("), std::string::npos) << on_gpu;
+}
+
+TEST(PredictText, SizeTableColumnsHoldAnyName) {
+  SizeTable table;
+  table.symbols = "d = 4";
+  const std::string long_name =
+      "model.layers.31.self_attn.rotary_emb.inv_freq_with_a_long_suffix";
+  table.Add(long_name, RowKind::kBuffer, {4}, "[d/2]");
+  table.Add("w", RowKind::kParameter, {4, 4}, "[d, d]");
+  const std::string text = FormatSizeTable(table);
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line);  // "size table (...)"
+  std::vector<std::string> lines;
+  while (std::getline(in, line)) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 3u) << text;
+  // Every column starts where its header does.
+  const size_t kind = lines[0].find("kind");
+  const size_t shape = lines[0].find("shape");
+  ASSERT_GT(kind, long_name.size()) << text;
+  EXPECT_EQ(lines[1].find("buffer"), kind) << text;
+  EXPECT_EQ(lines[2].find("parameter"), kind) << text;
+  EXPECT_EQ(lines[1].find("[d/2]"), shape) << text;
+  EXPECT_EQ(lines[2].find("[d, d]"), shape) << text;
+  EXPECT_EQ(lines[1].size(), lines[2].size()) << text;  // bytes right-aligned
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "profiler/report/report_markdown.h"
 #include "profiler/report/report_text.h"
 #include "profiler/report/run_reports.h"
+#include "profiler/report/summary.h"
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
 #include "tests/text_file.h"
@@ -298,6 +299,31 @@ TEST_F(RunDir, NoUsableRankWritesNothing) {
   EXPECT_EQ(r.exit_code, kExitBadInput);
   EXPECT_NE(r.output.find("--run DIR is required"), std::string::npos)
       << r.output;
+}
+
+// Note [Categories a run can fill]: the console summary has no row for a
+// category the run's config cannot fill, unless a rank holds bytes in it.
+TEST(ReportFiles, SummaryTableShowsTheCategoriesTheRunCanFill) {
+  const RunView view = LoadRunView(kFixture.string());
+  auto has_row = [](const std::string& text, const std::string& name) {
+    return text.find("\n" + name + " ") != std::string::npos;
+  };
+  const std::string fp32 = FormatSummaryTable(view.ranks);
+  EXPECT_FALSE(has_row(fp32, "weight_casts")) << fp32;
+  EXPECT_TRUE(has_row(fp32, "ddp_buckets")) << fp32;
+
+  std::vector<RankReport> ranks = view.ranks;
+  for (RankReport& rank : ranks) {
+    rank.context.config.ddp.gradient_as_bucket_view = true;
+  }
+  // The buckets hold bytes in these reports: shown all the same.
+  EXPECT_TRUE(has_row(FormatSummaryTable(ranks), "ddp_buckets"));
+  for (RankReport& rank : ranks) {
+    CategoryFigures& buckets = rank.categories[Index(Category::kDdpBuckets)];
+    buckets = CategoryFigures{};
+  }
+  const std::string view_buckets = FormatSummaryTable(ranks);
+  EXPECT_FALSE(has_row(view_buckets, "ddp_buckets")) << view_buckets;
 }
 
 }  // namespace
