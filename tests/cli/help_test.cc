@@ -131,6 +131,9 @@ TEST(Help, PrintedChoicesAreWhatTheParserAccepts) {
           words.insert(words.end(), {"--resnet.depth", "18"});
         }
       }
+      if (std::string(key.name).rfind("llama.", 0) == 0) {
+        words = {"--config", MEMPROF_SOURCE_DIR "/configs/llama-tiny.ini"};
+      }
       if (value == "nccl")
         words.insert(words.end(), {"--train.device", "cuda"});
       words.insert(words.end(), {std::string("--") + key.name, value});

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "profiler/base/errors.h"
 #include "profiler/cli/config_cli.h"
@@ -465,6 +466,35 @@ TEST(HfConfigShippedTest, ConfigsGiveThePublishedParameterCounts) {
       }
       EXPECT_EQ(from_json.count(key), 1u) << name << " " << key;
     }
+  }
+}
+
+// Each shipped config.json predicts what its INI predicts (the INI's [train]
+// keys given as flags), and memprof's own size table counts the published
+// parameters: the JSON, the INI and the model agree.
+TEST(HfConfigShippedTest, EachJsonPredictsAsItsIni) {
+  const std::pair<std::string, int64_t> published[] = {
+      {"llama-3.2-1b", 1'235'814'400},
+      {"llama-3.1-8b", 8'030'261'248},
+      {"mistral-7b", 7'241'732'096},
+      {"qwen2.5-0.5b", 494'032'768},
+  };
+  const std::string train =
+      " --llama.seq_len 2048 --micro-batch 1 --steps 4"
+      " --train.optimizer adamw --train.lr 0.0003 --world-size 8 --json";
+  for (const auto& [name, parameters] : published) {
+    const CommandResult from_ini =
+        RunMemprof("predict --config " MEMPROF_SOURCE_DIR "/configs/" + name +
+                   ".ini --world-size 8 --json 2>/dev/null");
+    const CommandResult from_json =
+        RunMemprof("predict --hf-config " MEMPROF_SOURCE_DIR "/configs/hf/" +
+                   name + ".json" + train + " 2>/dev/null");
+    ASSERT_EQ(from_ini.exit_code, 0) << name << from_ini.output;
+    ASSERT_EQ(from_json.exit_code, 0) << name << from_json.output;
+    const nlohmann::json ini = nlohmann::json::parse(from_ini.output);
+    const nlohmann::json json = nlohmann::json::parse(from_json.output);
+    EXPECT_EQ(ini.at("parameters").get<int64_t>(), parameters) << name;
+    EXPECT_EQ(json, ini) << name;
   }
 }
 
