@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profiler/base/errors.h"
+#include "profiler/base/human_bytes.h"
 #include "profiler/cli/config_cli.h"
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
@@ -496,6 +497,31 @@ TEST(HfConfigShippedTest, EachJsonPredictsAsItsIni) {
     EXPECT_EQ(ini.at("parameters").get<int64_t>(), parameters) << name;
     EXPECT_EQ(json, ini) << name;
   }
+}
+
+// fit on Llama-3.1-8B from its config.json, 80 GiB at 8 ranks: the model
+// state alone overflows, and fit says so with predict's own figures (the
+// model state, the peak, the ZeRO-2 shard that fits).
+TEST(HfConfigShippedTest, FitOnLlama8BAgreesWithPredict) {
+  const std::string run = " --hf-config " MEMPROF_SOURCE_DIR
+                          "/configs/hf/llama-3.1-8b.json --llama.seq_len 2048 "
+                          "--micro-batch 1 --world-size 8 "
+                          "--train.optimizer adamw 2>/dev/null";
+  const CommandResult predict = RunMemprof("predict --json" + run);
+  ASSERT_EQ(predict.exit_code, 0) << predict.output;
+  const nlohmann::json p = nlohmann::json::parse(predict.output);
+  const CommandResult fit = RunMemprof("fit --budget 80GiB" + run);
+  EXPECT_EQ(fit.exit_code, 1) << fit.output;
+  const std::string& out = fit.output;
+  const auto says = [&](const std::string& text) {
+    EXPECT_NE(out.find(text), std::string::npos) << text << "\n" << out;
+  };
+  says("verdict: model-state-overflow");
+  says(HumanBytes(p.at("model_state").at("bytes_per_rank").get<int64_t>()) +
+       " per rank, alone over the budget");
+  says("predicted peak per rank: " +
+       HumanBytes(p.at("peak").at("total_bytes").get<int64_t>()));
+  says("ZeRO-2 at 8 ranks");
 }
 
 }  // namespace
