@@ -104,9 +104,7 @@ GptModel::GptModel(const GptConfig& config, bool checkpoint_blocks)
     : config_(config), gpt_(config, checkpoint_blocks) {}
 
 Batch GptModel::MakeBatch(int64_t micro_batch) {
-  const std::vector<int64_t> shape = {micro_batch, config_.seq_len};
-  return Batch{torch::randint(config_.vocab, shape, torch::kLong),
-               torch::randint(config_.vocab, shape, torch::kLong)};
+  return TokenBatch(micro_batch, config_.seq_len, config_.vocab);
 }
 
 torch::Tensor GptModel::Loss(const Batch& batch) {

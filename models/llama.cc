@@ -172,9 +172,7 @@ LlamaModel::LlamaModel(const LlamaConfig& config, bool checkpoint_blocks)
     : config_(config), llama_(config, checkpoint_blocks) {}
 
 Batch LlamaModel::MakeBatch(int64_t micro_batch) {
-  const std::vector<int64_t> shape = {micro_batch, config_.seq_len};
-  return Batch{torch::randint(config_.vocab_size, shape, torch::kLong),
-               torch::randint(config_.vocab_size, shape, torch::kLong)};
+  return TokenBatch(micro_batch, config_.seq_len, config_.vocab_size);
 }
 
 torch::Tensor LlamaModel::Loss(const Batch& batch) {

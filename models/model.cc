@@ -8,6 +8,12 @@
 
 namespace memprof {
 
+Batch TokenBatch(int64_t micro_batch, int64_t seq_len, int64_t vocab) {
+  const std::vector<int64_t> shape = {micro_batch, seq_len};
+  return Batch{torch::randint(vocab, shape, torch::kLong),
+               torch::randint(vocab, shape, torch::kLong)};
+}
+
 namespace {
 
 std::unique_ptr<TrainableModel> Build(const RunConfig& config) {

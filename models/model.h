@@ -15,6 +15,10 @@ struct Batch {
   torch::Tensor target;
 };
 
+// A language model's batch: [micro_batch, seq_len] token ids drawn uniformly
+// from the vocabulary, and as many labels.
+Batch TokenBatch(int64_t micro_batch, int64_t seq_len, int64_t vocab);
+
 class TrainableModel {
  public:
   virtual ~TrainableModel() = default;
