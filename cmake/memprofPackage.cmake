@@ -20,7 +20,7 @@ set(MEMPROF_PACKAGE_LIBRARIES
 )
 set_target_properties(memprof_models PROPERTIES EXPORT_NAME memprof)
 install(TARGETS ${MEMPROF_PACKAGE_LIBRARIES} EXPORT memprofTargets
-  ARCHIVE DESTINATION lib)
+  ARCHIVE DESTINATION lib INCLUDES DESTINATION include)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/profiler/session/include/
   DESTINATION include)
 install(EXPORT memprofTargets NAMESPACE memprof::
