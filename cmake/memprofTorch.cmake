@@ -3,7 +3,8 @@
 #
 # In: MEMPROF_CUDA, AUTO (the default), ON or OFF: whether to use LibTorch's
 #   CUDA libraries (AUTO: where the CUDA toolkit is); CMAKE_PREFIX_PATH or
-#   Torch_DIR naming the torch package folder.
+#   Torch_DIR naming the torch package folder; MEMPROF_WITHOUT_CUDA_REMEDY,
+#   what the error for ON without a toolkit offers besides installing one.
 # Out: the target memprof::libtorch (LibTorch's libraries and include
 #   directories, and the link-order fix below); MEMPROF_WITH_CUDA (ON when
 #   the CUDA libraries are used); Torch_VERSION, TORCH_INSTALL_PREFIX and
@@ -18,6 +19,11 @@ if(TARGET memprof::libtorch)
 endif()
 if(NOT DEFINED MEMPROF_CUDA)
   set(MEMPROF_CUDA AUTO)
+endif()
+# The other way out when MEMPROF_CUDA is ON and there is no toolkit.
+if(NOT DEFINED MEMPROF_WITHOUT_CUDA_REMEDY)
+  string(CONCAT MEMPROF_WITHOUT_CUDA_REMEDY "configure with "
+    "-DMEMPROF_CUDA=AUTO or OFF to build without the CUDA parts")
 endif()
 if(NOT MEMPROF_CUDA MATCHES "^(AUTO|ON|OFF)$")
   message(FATAL_ERROR "MEMPROF_CUDA is '${MEMPROF_CUDA}'; use AUTO, ON or OFF")
@@ -56,8 +62,7 @@ elseif(MEMPROF_CUDA STREQUAL "ON")
   message(FATAL_ERROR "MEMPROF_CUDA=ON needs the CUDA 13 toolkit (nvcc), "
     "which LibTorch's CMake config requires for a build with CUDA, and none "
     "was found (not on PATH, in CUDA_PATH or in /usr/local/cuda): install "
-    "the CUDA 13 toolkit, or configure with -DMEMPROF_CUDA=AUTO or OFF to "
-    "build without the CUDA parts")
+    "the CUDA 13 toolkit, or ${MEMPROF_WITHOUT_CUDA_REMEDY}")
 else()
   set(MEMPROF_TOOLKIT_FOUND OFF)
 endif()

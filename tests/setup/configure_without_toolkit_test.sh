@@ -2,8 +2,9 @@
 # memprof configures where there is no CUDA toolkit. The toolkit this
 # machine may have is hidden from CMake (a PATH without it, its folders
 # ignored, no CUDA_PATH), then:
-# - MEMPROF_CUDA=AUTO builds LibTorch's CPU library alone, says so, and no
-#   binary links a CUDA library;
+# - MEMPROF_CUDA=AUTO builds LibTorch's CPU library alone, says so, no
+#   binary links a CUDA library, and the package it installs finds LibTorch
+#   the same way;
 # - MEMPROF_CUDA=ON stops with an error that names the remedy.
 # Usage: configure_without_toolkit_test.sh CMAKE SOURCE_DIR TORCH_PREFIX WORKDIR
 set -euo pipefail
@@ -35,6 +36,10 @@ grep -q 'libtorch_cpu\.so' "$link" || fail "memprof-profile does not link libtor
 if grep -E -q 'libtorch_cuda|libc10_cuda|libcudart|cuda/lib' "$link"; then
   fail "memprof-profile links a CUDA library: $(cat "$link")" AUTO
 fi
+
+# The package it installs finds LibTorch the same way: its CPU library alone.
+grep -q '^set(MEMPROF_CUDA OFF)$' "$work/AUTO/memprofConfig.cmake" ||
+  fail "the installed memprofConfig.cmake would not find LibTorch without a toolkit" AUTO
 
 if configure ON; then fail "MEMPROF_CUDA=ON configured without a toolkit" ON; fi
 said ON 'MEMPROF_CUDA=ON needs the CUDA 13 toolkit' ||
