@@ -17,8 +17,9 @@ declare -A allowed=(
   [predict]="base models"
   [report]="base predict"
   [gate]="base report predict"
-  [train]="base capture models predict report"
-  [cli]="base capture models predict report gate train"
+  [session]="base capture models predict report"
+  [train]="base capture models predict report session"
+  [cli]="base capture models predict report gate session train"
 )
 
 layer_of() {  # profiler/report/x.h -> report; models/gpt.h -> models

@@ -49,6 +49,7 @@ nlohmann::json ModelSectionJson(const RunConfig& c) {
             {"rope_theta", l.rope_theta},
             {"seq_len", l.seq_len}};
   }
+  if (c.model == "program") return {{"name", c.program.name}};
   if (c.model == "resnet") {
     return {{"depth", c.resnet.depth},
             {"width", c.resnet.width},

@@ -92,6 +92,12 @@ struct DdpConfig {
   int64_t zero_stage = 0;
 };
 
+// model = program: a program's own model, profiled through the public
+// API (memprof::Session); it has no size table and no keys of its own.
+struct ProgramConfig {
+  std::string name = "program";  // SessionOptions::name
+};
+
 struct RunConfig {
   std::string source;  // the config file it came from ("" for defaults)
   // Each key ("mlp.hidden") -> where its value came from: "FILE:LINE", the
@@ -104,6 +110,7 @@ struct RunConfig {
   GptConfig gpt;
   LlamaConfig llama;
   ResnetConfig resnet;
+  ProgramConfig program;
   TrainConfig train;
   DdpConfig ddp;
 };

@@ -160,6 +160,12 @@ class MemoryTracker {
   int64_t SetPhase(Phase phase, int32_t step);
   // The seq the next event takes.
   int64_t NextSeq() const;
+  // A named scope opens (the caller's full name, not empty) or the
+  // innermost open one closes: recorded at the seq the next event takes
+  // (Note [Named scopes] in lifetime_analysis.h). Loop thread, cold; scopes
+  // nest. Outside a session, nothing is recorded.
+  void EnterScope(const std::string& name);
+  void ExitScope();
   // The session's live bytes may not exceed `bytes` (0: no limit). Kept
   // across sessions until set again.
   void SetMemoryLimit(int64_t bytes);

@@ -11,7 +11,7 @@
 #include "profiler/capture/capture_file.h"
 #include "profiler/report/rank_report.h"
 #include "profiler/report/report_text.h"
-#include "profiler/train/rank_run.h"
+#include "profiler/session/rank_run.h"
 
 namespace memprof {
 namespace {

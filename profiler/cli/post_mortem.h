@@ -1,5 +1,5 @@
 // Killed ranks' reports, recovered from their capture files (Note
-// [Post-mortem] in profiler/train/rank_run.h): `memprof report --run DIR`
+// [Post-mortem] in profiler/session/rank_run.h): `memprof report --run DIR`
 // and the local launcher, when a rank dies by a signal, write
 // rank-<r>.json for every capture-<r>.bin in DIR that has none.
 #pragma once

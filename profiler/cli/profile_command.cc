@@ -33,54 +33,12 @@
 #include "profiler/report/run_files.h"
 #include "profiler/report/run_reports.h"
 #include "profiler/report/summary.h"
+#include "profiler/session/run_outputs.h"
 #include "profiler/train/ddp_engine.h"
 #include "profiler/train/trainer.h"
 
 namespace memprof {
 namespace fs = std::filesystem;
-
-namespace {
-
-void Write(const fs::path& path, const std::string& text) {
-  try {
-    WriteFileAtomically(path.string(), text);
-  } catch (const std::runtime_error& e) {
-    throw RunFailure(e.what());
-  }
-}
-
-// A job of one that ran out of memory renders its reports, the
-// out-of-memory first (before the first step too: the model state at the
-// refusal and the verdict); in a larger job the peers are mid-step: nothing
-// more is exchanged (the launcher renders what the ranks wrote once it has
-// stopped them; under an external one, `memprof report` does).
-[[noreturn]] void OutOfMemory(RankReport report, const std::string& out_dir,
-                              int world_size) {
-  const std::string line = OutOfMemorySentence(*report.out_of_memory) +
-                           "; see " +
-                           RankReportPath(out_dir, report.context.rank);
-  if (world_size == 1) {
-    std::vector<RankReport> ranks;
-    ranks.push_back(std::move(report));
-    RenderRunReports(RunViewOf(out_dir, std::move(ranks)), std::cout,
-                     std::cerr);
-  }
-  throw RunFailure(line);
-}
-
-// Rank 0: the summary and the reports of every rank's report.
-void RenderAll(std::vector<RankReport> ranks, const std::string& out_dir) {
-  Write(fs::path(out_dir) / "summary.json", SummaryJson(ranks).dump(2) + "\n");
-  std::cout << FormatSummaryTable(ranks);
-  try {
-    RenderRunReports(RunViewOf(out_dir, std::move(ranks)), std::cout,
-                     std::cerr);
-  } catch (const InputError& e) {
-    throw RunFailure(e.what());
-  }
-}
-
-}  // namespace
 
 void CheckDevices(const RunConfig& config, int local_ranks,
                   const CudaDeviceStatus& cuda) {
@@ -125,68 +83,24 @@ std::vector<RankReport> RunThisRank(const RunConfig& config,
     progress.emplace(config.train.steps, /*memory=*/!no_hook);
   }
   const RankRun run = RunRank(config, group, memory_limit_bytes, backend.device,
-                              /*cuda_hook=*/!no_hook, outputs);
+                              /*hook=*/!no_hook, outputs);
   if (progress) {
     int64_t done = 0;
     for (const StepRecord& step : run.step_records) done += step.completed;
     progress->Finish(done, no_hook ? -1 : run.analysis.run_peak.total_bytes);
   }
-  const auto written_from = std::chrono::steady_clock::now();
   if (!run.hooked && !no_hook) {
     throw RunFailure("the allocator hook is not installed");  // a bug
   }
-  RankReport report = ReportOf(run);
-  const std::string rank_path = RankReportPath(out_dir, group.rank());
-  try {
-    WriteRankReport(report, rank_path);
-  } catch (const std::runtime_error& e) {
-    throw RunFailure(e.what());
+  RunOutputOptions output;
+  output.out_dir = out_dir;
+  output.no_hook = no_hook;
+  if (group.size() > 1) {
+    output.all_gather = [&group](const std::string& value) {
+      return group.AllGather(value);
+    };
   }
-  // The report is written: the capture is needed only for a post-mortem
-  // (Note [Post-mortem]).
-  fs::remove(CapturePath(out_dir, group.rank()));
-  if (report.out_of_memory) {
-    OutOfMemory(std::move(report), out_dir, group.size());
-  }
-  // Rank 0 gets every report through the group, so the summary needs no
-  // shared filesystem; it parses each of the others once, with the one
-  // reader, and keeps its own (a job of one gathers nothing).
-  const std::vector<std::string> all =
-      group.size() == 1 ? std::vector<std::string>{}
-                        : group.AllGather(ReadRankReportText(rank_path));
-  if (group.rank() != 0) return {};
-  std::vector<RankReport> ranks;
-  ranks.push_back(std::move(report));
-  for (size_t r = 1; r < all.size(); ++r) {
-    const std::string origin =
-        "rank " + std::to_string(r) + "'s report (gathered)";
-    try {
-      ranks.push_back(ParseRankReport(all[r], origin));
-    } catch (const InputError& e) {
-      throw RunFailure(e.what());  // the writer and the reader disagree: a bug
-    }
-  }
-  if (no_hook) {
-    std::cout << FormatStepTimes(ranks.front()) << "reports: " << out_dir
-              << "/ (--no-hook: step times only)\n"
-              << std::flush;
-    return ranks;
-  }
-  RenderAll(ranks, out_dir);
-  // What the outputs cost against the training they describe (rank 0):
-  // reading the capture is linear in its records, writing in the bytes.
-  double trained = 0;
-  for (const StepReport& step : ranks.front().steps) trained += step.seconds;
-  const double written = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - written_from)
-                             .count();
-  std::printf(
-      "outputs: %.2f s reading the capture (%lld records) and writing the "
-      "snapshot, %.2f s writing the reports (training: %.2f s over %zu "
-      "steps)\n",
-      run.analysis_seconds, static_cast<long long>(run.analysis.records),
-      written, trained, ranks.front().steps.size());
-  return ranks;
+  return WriteRunOutputs(run, output);
 }
 
 // Note [A run owns its --out]

@@ -233,6 +233,8 @@ const char* FitVerdictName(FitVerdict verdict) {
       return "activation-overflow";
     case FitVerdict::kModelStateOverflow:
       return "model-state-overflow";
+    case FitVerdict::kNotPredicted:
+      return "not-predicted";
   }
   return "?";
 }
@@ -251,6 +253,21 @@ int64_t FitFigure(const RunConfig& config, const FitDevice& device) {
   if (!device.gpu) return p.Peak().Total();
   return PredictOnCuda(p, config).peak_reserved +
          device.outside_allocator_bytes;
+}
+
+FitAnswer ProgramFit(const Prediction& prediction, const RunConfig& config,
+                     int64_t budget_bytes) {
+  FitAnswer a;
+  a.budget_bytes = budget_bytes;
+  a.world_size = config.ddp.world_size;
+  a.micro_batch = std::max<int64_t>(1, MicroBatch(config));
+  a.model_state_bytes = ModelStateBytes(prediction.bytes);
+  a.peak_bytes = a.model_state_bytes;
+  a.requested_peak_bytes = a.model_state_bytes;
+  a.zero = prediction.zero;
+  a.model_state_alone_overflows = a.model_state_bytes > budget_bytes;
+  a.verdict = FitVerdict::kNotPredicted;
+  return a;
 }
 
 FitAnswer Fit(const RunConfig& config, int64_t budget_bytes,
@@ -369,6 +386,18 @@ std::string FitVerdictSentence(const FitAnswer& a) {
                "exists, so more data-parallel ranks cannot help; only what "
                "shrinks the activations or shards the model state can";
       }
+      break;
+    case FitVerdict::kNotPredicted:
+      out << "the model state (weights + gradients + optimizer state + DDP "
+             "buckets), "
+          << HumanBytes(a.model_state_bytes) << " per rank, is "
+          << (a.model_state_alone_overflows ? "alone over " : "within ")
+          << budget
+          << (a.model_state_alone_overflows
+                  ? " on every data-parallel rank"
+                  : "; what overflows is the rest (activations, inputs, "
+                    "workspace), which memprof measures but does not predict "
+                    "for a program's own model");
       break;
     case FitVerdict::kModelStateOverflow:
       if (StateFigure(a) > a.budget_bytes) {

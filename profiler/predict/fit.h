@@ -49,7 +49,14 @@
 
 namespace memprof {
 
-enum class FitVerdict { kFits, kActivationOverflow, kModelStateOverflow };
+// kNotPredicted: a program's own model (no size table): only its model
+// state is predicted, so whether the rest fits is not.
+enum class FitVerdict {
+  kFits,
+  kActivationOverflow,
+  kModelStateOverflow,
+  kNotPredicted
+};
 
 // Note [Fit levers]
 // When the requested run does not fit, what would, each change alone from
@@ -131,6 +138,13 @@ int64_t FitFigure(const RunConfig& config, const FitDevice& device);
 // --memory-limit); `memprof fit` passes FitDeviceOf(config, ...).
 FitAnswer Fit(const RunConfig& config, int64_t budget_bytes,
               const FitDevice& device = {});
+
+// A program's own model at `budget_bytes`: kNotPredicted, with its model
+// state from `prediction` (exact, from the tracked parameters and
+// optimizer) and whether that alone is over the budget; the activations of
+// a program's model are measured, not predicted.
+FitAnswer ProgramFit(const Prediction& prediction, const RunConfig& config,
+                     int64_t budget_bytes);
 
 // The verdict with its deciding figures, one sentence ("activation-overflow:
 // the model state, 216 KiB per rank, fits the 250 KiB budget; ...").

@@ -129,11 +129,18 @@ std::vector<int64_t> RebuiltBuckets(const SizeTable& table,
 }
 
 Prediction Predict(const RunConfig& config, int rank) {
+  const int64_t micro_batch = MicroBatch(config);
+  return PredictFromTable(config, BuildSizeTable(config, micro_batch),
+                          micro_batch, rank);
+}
+
+Prediction PredictFromTable(const RunConfig& config, SizeTable table,
+                            int64_t micro_batch, int rank) {
   Prediction p;
   p.rank = rank;
-  p.micro_batch = MicroBatch(config);
+  p.micro_batch = micro_batch;
   p.world_size = config.ddp.world_size;
-  p.table = BuildSizeTable(config, p.micro_batch);
+  p.table = std::move(table);
   const SizeTable& t = p.table;
   const Sizes sizes(t, config.train.device == "cuda");
   p.parameters = t.Elements(RowKind::kParameter);

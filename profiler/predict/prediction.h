@@ -82,6 +82,12 @@ struct Prediction {
 // state and the optimizer's workspace. Expects a validated config.
 Prediction Predict(const RunConfig& config, int rank = 0);
 
+// The same from a given table at `micro_batch`: a program's own model
+// (the session builds its parameter and buffer rows from the tracked
+// modules; config.model is "program").
+Prediction PredictFromTable(const RunConfig& config, SizeTable table,
+                            int64_t micro_batch, int rank = 0);
+
 // The rank with the highest predicted peak: rank 0 at stage 0 (every rank
 // the same), under ZeRO-1 the one whose partition costs most.
 Prediction PredictBusiestRank(const RunConfig& config);

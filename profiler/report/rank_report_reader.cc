@@ -198,9 +198,13 @@ RunConfig RankReportReader::Config(const Json& c,
                      r_.Bytes(m, model_where, "width"),
                      r_.Bytes(m, model_where, "resolution"),
                      r_.Bytes(m, model_where, "classes")};
+  } else if (config.model == "program") {  // since memprof.rank/1.10
+    const Json& m = r_.Object(c, where, "program");
+    config.program.name = r_.String(m, model_where, "name");
   } else {
     r_.Fail(JsonPath(where, "model"), "unknown model '" + config.model +
-                                          "' (expected " + kKnownModels + ")");
+                                          "' (expected " + kKnownModels +
+                                          ", or program)");
   }
   const std::string train_where = JsonPath(where, "train");
   const Json& t = r_.Object(c, where, "train");
@@ -419,8 +423,9 @@ FitAnswer RankReportReader::Fit(const Json& fit, int64_t limit_bytes) const {
   FitAnswer out;
   const std::string verdict = r_.String(fit, where, "verdict");
   bool known = false;
-  for (FitVerdict v : {FitVerdict::kFits, FitVerdict::kActivationOverflow,
-                       FitVerdict::kModelStateOverflow}) {
+  for (FitVerdict v :
+       {FitVerdict::kFits, FitVerdict::kActivationOverflow,
+        FitVerdict::kModelStateOverflow, FitVerdict::kNotPredicted}) {
     if (verdict == FitVerdictName(v)) out.verdict = v, known = true;
   }
   if (!known) r_.Fail(JsonPath(where, "verdict"), "unknown verdict");
@@ -429,6 +434,9 @@ FitAnswer RankReportReader::Fit(const Json& fit, int64_t limit_bytes) const {
   out.micro_batch = r_.Integer(fit, where, "micro_batch", 1, INT32_MAX);
   out.peak_bytes = r_.Bytes(fit, where, "peak_bytes");
   out.model_state_bytes = r_.Bytes(fit, where, "model_state_bytes");
+  if (out.verdict == FitVerdict::kNotPredicted) {
+    out.model_state_alone_overflows = out.model_state_bytes > limit_bytes;
+  }
   out.peak1_bytes = r_.Bytes(fit, where, "peak1_bytes");
   out.largest_micro_batch =
       r_.Integer(fit, where, "largest_micro_batch", 0, INT32_MAX);

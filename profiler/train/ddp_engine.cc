@@ -20,6 +20,7 @@
 #include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 
+#include "profiler/session/group_gather.h"
 #include "profiler/train/store_socket.h"
 #include "profiler/train/timed_process_group.h"
 
@@ -292,32 +293,11 @@ int ProcessGroup::size() const { return impl_->size; }
 void ProcessGroup::Abandon() { (void)impl_.release(); }
 
 std::vector<std::string> ProcessGroup::AllGather(const std::string& value) {
-  // Lengths first, then the bytes padded to the longest.
-  std::vector<at::Tensor> length{
-      torch::tensor({static_cast<int64_t>(value.size())}, torch::kLong)};
-  std::vector<std::vector<at::Tensor>> lengths(1);
-  for (int r = 0; r < size(); ++r) {
-    lengths[0].push_back(torch::empty({1}, torch::kLong));
-  }
-  impl_->group->allgather(lengths, length)->wait();
-  int64_t longest = 0;
-  for (const at::Tensor& t : lengths[0]) {
-    longest = std::max(longest, t.item<int64_t>());
-  }
-  at::Tensor mine = torch::zeros({std::max<int64_t>(longest, 1)}, torch::kByte);
-  std::copy(value.begin(), value.end(), mine.data_ptr<uint8_t>());
-  std::vector<at::Tensor> input{mine};
-  std::vector<std::vector<at::Tensor>> outputs(1);
-  for (int r = 0; r < size(); ++r)
-    outputs[0].push_back(torch::empty_like(mine));
-  impl_->group->allgather(outputs, input)->wait();
-  std::vector<std::string> values;
-  for (int r = 0; r < size(); ++r) {
-    const auto* bytes = outputs[0][r].data_ptr<uint8_t>();
-    values.emplace_back(reinterpret_cast<const char*>(bytes),
-                        lengths[0][r].item<int64_t>());
-  }
-  return values;
+  return AllGatherStrings(*impl_->group, value);
+}
+
+c10::intrusive_ptr<c10d::ProcessGroup> ProcessGroup::c10d_group() const {
+  return impl_->group;
 }
 
 struct DdpEngine::Impl {
@@ -393,6 +373,8 @@ std::vector<torch::Tensor> DdpEngine::BucketBuffers() {
   }
   return buffers;
 }
+
+c10d::Reducer& DdpEngine::reducer() { return *impl_->reducer; }
 
 size_t DdpEngine::bucket_count() { return BucketBuffers().size(); }
 

@@ -16,6 +16,11 @@
 #include "profiler/base/run_config.h"
 #include "profiler/train/store_socket.h"
 
+namespace c10d {
+class ProcessGroup;
+class Reducer;
+}  // namespace c10d
+
 namespace memprof {
 
 // Which c10d backends a group has: Gloo for host tensors always (the
@@ -44,6 +49,9 @@ class ProcessGroup {
   // Waits until the host backend has dropped every earlier collective's
   // tensors (Note [Settled collectives]).
   void Settle();
+  // The c10d group (what a program would track: memprof::Session gathers
+  // the reports through it).
+  c10::intrusive_ptr<c10d::ProcessGroup> c10d_group() const;
   // Opaque c10d handle, for the Reducer.
   struct Impl;
   Impl& impl() { return *impl_; }
@@ -82,6 +90,8 @@ class DdpEngine {
   // issue to the last completion (Note [Parameter exchange]).
   double ExchangeParameters(const std::vector<torch::Tensor>& params,
                             const std::vector<int>& owners);
+  // The c10d::Reducer (what a program would track).
+  c10d::Reducer& reducer();
   // The Reducer's flat gradient buckets, as they are now.
   std::vector<torch::Tensor> BucketBuffers();
   size_t bucket_count();

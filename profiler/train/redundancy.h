@@ -10,7 +10,7 @@
 #include <torch/torch.h>
 
 #include "profiler/base/category.h"
-#include "profiler/train/redundancy_verdict.h"
+#include "profiler/session/redundancy_verdict.h"
 
 namespace memprof {
 

@@ -8,31 +8,21 @@
 // anything.
 #pragma once
 
-#include <string>
-
-#include "profiler/base/document_writer.h"
 #include "profiler/base/run_config.h"
-#include "profiler/capture/lifetime_analysis.h"
+#include "profiler/session/rank_run.h"
+#include "profiler/session/session_impl.h"
 #include "profiler/train/ddp_engine.h"
-#include "profiler/train/rank_run.h"
 
 namespace memprof {
 
 // `memory_limit_bytes` (0: none) emulates a device of that size on cpu
 // (Note [Memory limit]) and is the allocator's memory fraction on cuda: on
 // out-of-memory the step is cut short and the run says so
-// (RankRun::RanOutOfMemory()); the rank does not train further.
-// Where the rank's capture file and snapshot go, and what they keep.
-struct CaptureOutputs {
-  // DIR/capture-<r>.bin and DIR/snapshot-<r>.json|pickle; "": an unnamed
-  // temporary capture and no snapshot.
-  std::string out_dir;
-  DocumentFormat snapshot_format = DocumentFormat::kJson;
-  KeepSteps keep;
-};
-
+// (RankRun::RanOutOfMemory()); the rank does not train further. `hook`
+// false (profile --no-hook): only the step times mean anything. `outputs`:
+// where the rank's capture file and snapshot go, and what they keep.
 RankRun RunRank(const RunConfig& config, ProcessGroup& group,
                 int64_t memory_limit_bytes = 0, int cuda_device = 0,
-                bool cuda_hook = true, const CaptureOutputs& outputs = {});
+                bool hook = true, const CaptureOutputs& outputs = {});
 
 }  // namespace memprof

@@ -96,8 +96,12 @@ struct ReducerOptions {
 class Session {
  public:
   explicit Session(SessionOptions options = {});
-  // Finishes the session if Finish() was not called; an error is then
-  // printed to standard error, not thrown.
+  // memprof's own trainer: a session with what it adds (session_impl.h).
+  explicit Session(std::unique_ptr<SessionImpl> impl);
+  // Finishes the session if Finish() was not called (an error is then
+  // printed to standard error, not thrown); left by an exception, it writes
+  // nothing: catch the exception (c10::OutOfMemoryError, say) and call
+  // Finish() to have the reports say where it happened.
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -113,8 +117,9 @@ class Session {
   // Parameters that are no module's; `name_prefix` names them "prefix.0"...
   void TrackParameters(const std::vector<torch::Tensor>& parameters,
                        const std::string& name_prefix = "param");
-  // Adam, AdamW (with or without amsgrad), SGD (with or without momentum):
-  // their buffers `optimizer_state`. Any other optimizer: UsageError.
+  // torch::optim::Adam, AdamW (without amsgrad) or SGD (with or without
+  // momentum), after every parameter it steps is tracked: its buffers are
+  // `optimizer_state`. Any other optimizer: UsageError.
   void Track(torch::optim::Optimizer& optimizer);
   // The program's own process group (DDP): rank 0 gathers every rank's
   // report through it. Without one, a job of several ranks writes each
@@ -124,10 +129,14 @@ class Session {
   // gradients, with gradient_as_bucket_view).
   void Track(c10d::Reducer& reducer, ReducerOptions options = {});
 
+  // Optional, before the first step: building the process group and the
+  // Reducer (the report's ddp_init phase; otherwise model_init).
+  class [[nodiscard]] PhaseScope;
+  PhaseScope DataParallelSetUp();
+
   // --- The loop. ---
 
   class [[nodiscard]] StepScope;
-  class [[nodiscard]] PhaseScope;
   class [[nodiscard]] NamedScope;
 
   // One training step: from here until the returned scope ends. Inside,

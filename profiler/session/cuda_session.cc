@@ -1,4 +1,4 @@
-#include "profiler/train/cuda_session.h"
+#include "profiler/session/cuda_session.h"
 
 #include <cmath>
 

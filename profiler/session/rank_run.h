@@ -12,7 +12,7 @@
 #include "profiler/capture/lifetime_analysis.h"
 #include "profiler/predict/prediction.h"
 #include "profiler/report/rank_report.h"
-#include "profiler/train/redundancy_verdict.h"
+#include "profiler/session/redundancy_verdict.h"
 
 namespace memprof {
 

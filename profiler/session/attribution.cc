@@ -1,4 +1,4 @@
-#include "profiler/train/attribution.h"
+#include "profiler/session/attribution.h"
 
 #include "profiler/capture/memory_tracker.h"
 

@@ -1,4 +1,4 @@
-#include "profiler/train/rank_run.h"
+#include "profiler/session/rank_run.h"
 
 #include <cstdio>
 
@@ -135,15 +135,18 @@ std::vector<RedundancyFigures> RedundancyOf(const RankRun& run) {
 std::optional<OutOfMemoryFigures> OutOfMemoryOf(const RankRun& run) {
   if (!run.RanOutOfMemory()) return std::nullopt;
   const OutOfMemory& oom = run.analysis.out_of_memory;
-  return OutOfMemoryFigures{oom.limit_bytes,
-                            oom.requested_bytes,
-                            oom.live_bytes,
-                            oom.seq,
-                            oom.phase,
-                            oom.step,
-                            run.analysis.out_of_memory_bytes,
-                            Fit(run.config, oom.limit_bytes),
-                            oom.by_system};
+  return OutOfMemoryFigures{
+      oom.limit_bytes,
+      oom.requested_bytes,
+      oom.live_bytes,
+      oom.seq,
+      oom.phase,
+      oom.step,
+      run.analysis.out_of_memory_bytes,
+      run.config.model == "program"
+          ? ProgramFit(run.prediction, run.config, oom.limit_bytes)
+          : Fit(run.config, oom.limit_bytes),
+      oom.by_system};
 }
 
 }  // namespace
@@ -211,7 +214,11 @@ RankReport RecoverRankReport(const std::string& capture_path,
   run.backend = run.context.backend;
   run.config = run.context.config;
   run.micro_batch = meta.value("micro_batch", int64_t{0});
-  run.prediction = Predict(run.config, run.rank);
+  // A program's model has no size table: its prediction came from the
+  // tracked parameters, which the capture does not hold.
+  if (run.config.model != "program") {
+    run.prediction = Predict(run.config, run.rank);
+  }
   run.parameters = run.prediction.parameters;
   CudaReplaySink replay;
   run.analysis = Analyze(run.capture, AnalysisOptions{}, {&replay});

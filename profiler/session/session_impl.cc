@@ -1,0 +1,748 @@
+#include "profiler/session/session_impl.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include <torch/version.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
+
+#include "profiler/base/effective_config.h"
+#include "profiler/base/errors.h"
+#include "profiler/base/rank_env.h"
+#include "profiler/capture/capture_file.h"
+#include "profiler/capture/cpu_hook.h"
+#include "profiler/capture/cuda_backend.h"
+#include "profiler/capture/cuda_device.h"
+#include "profiler/capture/cuda_replay.h"
+#include "profiler/capture/memory_snapshot.h"
+#include "profiler/session/group_gather.h"
+#include "profiler/session/run_outputs.h"
+
+#ifndef MEMPROF_GIT_SHA
+#define MEMPROF_GIT_SHA "unknown"
+#endif
+
+namespace memprof {
+namespace {
+
+std::atomic<bool> g_session_exists{false};
+
+std::string Hostname() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+// The process's side of the report's context.
+ReportContext ContextOf(const RankRun& run) {
+  ReportContext c;
+  c.rank = run.rank;
+  c.world_size = run.world_size;
+  c.device = run.device;
+  c.backend = run.backend;
+  c.libtorch_version = TORCH_VERSION;
+  const CudaDeviceStatus& cuda = ProbeCudaDevice();
+  c.cuda = {cuda.compiled, cuda.available, cuda.devices, cuda.status};
+  c.git_sha = MEMPROF_GIT_SHA;
+  c.hostname = Hostname();
+  c.pid = static_cast<int64_t>(::getpid());
+  c.config = run.config;
+  return c;
+}
+
+std::string OutDirOf(const SessionOptions& options) {
+  if (!options.out_dir.empty()) return options.out_dir;
+  const char* env = std::getenv("MEMPROF_OUT");
+  return env != nullptr && *env != '\0' ? env : "memprof-out";
+}
+
+// The order of a step's phases (Note [Phase order] in session.h's terms:
+// Inputs, Forward, Backward, OptimizerStep, ZeroGrad).
+int OrderOf(Phase phase) {
+  switch (phase) {
+    case Phase::kInputs:
+      return 0;
+    case Phase::kForward:
+      return 1;
+    case Phase::kBackward:
+      return 2;
+    case Phase::kOptimizer:
+      return 3;
+    case Phase::kZeroGrad:
+      return 4;
+    default:
+      return -1;
+  }
+}
+
+// The API's name of a phase mark.
+std::string MarkName(Phase phase) {
+  switch (phase) {
+    case Phase::kInputs:
+      return "Inputs()";
+    case Phase::kForward:
+      return "Forward()";
+    case Phase::kBackward:
+      return "Backward()";
+    case Phase::kOptimizer:
+      return "OptimizerStep()";
+    case Phase::kZeroGrad:
+      return "ZeroGrad()";
+    case Phase::kDdpInit:
+      return "DataParallelSetUp()";
+    default:
+      return std::string(PhaseName(phase));
+  }
+}
+
+Dtype RowDtypeOf(const torch::Tensor& t, const std::string& name) {
+  switch (t.scalar_type()) {
+    case torch::kFloat:
+      return Dtype::kFloat32;
+    case torch::kBFloat16:
+      return Dtype::kBFloat16;
+    case torch::kLong:
+      return Dtype::kInt64;
+    case torch::kBool:
+      return Dtype::kBool;
+    default:
+      throw UsageError("memprof::Session: '" + name + "' is " +
+                       std::string(c10::toString(t.scalar_type())) +
+                       "; the prediction covers float32, bfloat16, int64 and "
+                       "bool tensors: train in float32 or bfloat16");
+  }
+}
+
+}  // namespace
+
+bool SessionExists() { return g_session_exists.load(); }
+
+SessionImpl::SessionImpl(SessionOptions options, SessionSetup setup)
+    : options_(std::move(options)),
+      setup_(std::move(setup)),
+      tracker_(MemoryTracker::Get()) {
+  if (g_session_exists.exchange(true)) {
+    throw UsageError(
+        "memprof::Session: a session already exists in this process; make "
+        "one, first thing in main, and pass it to the code that marks the "
+        "loop");
+  }
+  try {
+    if (setup_.rank >= 0) {
+      run_.rank = setup_.rank;
+      run_.world_size = setup_.world_size;
+    } else if (const auto topology = TopologyFromEnvironment()) {
+      run_.rank = topology->rank;
+      run_.world_size = topology->world_size;
+    }
+    run_.device = setup_.config ? setup_.config->train.device : "cpu";
+    run_.backend = setup_.config ? DdpBackend(*setup_.config) : "gloo";
+    if (run_.device == "cuda") {
+      if (setup_.hook) {
+        cuda_ = std::make_unique<CudaSession>(setup_.cuda_device,
+                                              options_.memory_limit_bytes);
+      } else {
+        SelectCudaDevice(setup_.cuda_device);
+      }
+      run_.hooked = cuda_ != nullptr;
+    } else {
+      // Before any tensor of the program: every block must be seen.
+      if (setup_.hook) InstallCpuHook();
+      tracker_.SetMemoryLimit(options_.memory_limit_bytes);
+      run_.hooked = CpuHookInstalled();
+    }
+    run_.micro_batch =
+        setup_.config ? MicroBatch(*setup_.config) : options_.micro_batch;
+    run_.config = setup_.config ? *setup_.config : ProgramConfig();
+    if (setup_.config) run_.prediction = Predict(*setup_.config, run_.rank);
+    run_.context = ContextOf(run_);
+    CaptureOutputs outputs;
+    if (setup_.outputs) {
+      outputs = *setup_.outputs;
+    } else {
+      outputs.out_dir = OutDirOf(options_);
+      std::filesystem::create_directories(outputs.out_dir);
+      setup_.outputs = outputs;
+    }
+    tracker_.BeginSession(
+        outputs.out_dir.empty() ? "" : CapturePath(outputs.out_dir, run_.rank),
+        CaptureMeta());
+    Mark(Phase::kModelInit);
+  } catch (...) {
+    g_session_exists = false;
+    throw;
+  }
+}
+
+SessionImpl::~SessionImpl() {
+  if (!finished_) {
+    // The session was abandoned (an error left the program): stop
+    // recording, write nothing.
+    try {
+      tracker_.EndSession();
+    } catch (const std::exception&) {
+    }
+    tracker_.SetMemoryLimit(0);
+  }
+  g_session_exists = false;
+}
+
+std::string SessionImpl::CaptureMeta() const {
+  return nlohmann::ordered_json{{"context", ContextJson(run_.context)},
+                                {"micro_batch", run_.micro_batch}}
+      .dump();
+}
+
+int64_t SessionImpl::Mark(Phase phase) {
+  const int64_t seq = tracker_.SetPhase(phase, in_step_ ? step_ : 0);
+  if (cuda_ != nullptr) cuda_->Check(phase, in_step_ ? step_ : 0);
+  return seq;
+}
+
+// Note [Tracked before the session]
+// A tensor the program made before the session began was allocated
+// without the hook: its bytes are in no figure, and ownership cannot find
+// it. For a program that is a mistake with one remedy (make the session
+// first), so it is refused by name; memprof's own trainer cannot make it
+// and keeps counting misses in the report instead.
+void SessionImpl::ResolveOrRefuse(const std::vector<torch::Tensor>& tensors,
+                                  const std::vector<std::string>& names,
+                                  Category category, uint8_t flags,
+                                  const char* what) {
+  if (!run_.hooked) return;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const torch::Tensor& t = tensors[i];
+    if (!t.defined() || !t.has_storage() || t.storage().data() == nullptr) {
+      continue;
+    }
+    switch (tracker_.Resolve(t.storage().data(), category, flags)) {
+      case ResolveResult::kResolved:
+      case ResolveResult::kAlready:
+        break;
+      case ResolveResult::kConflict:
+        ++misses_.conflict;
+        break;
+      case ResolveResult::kNotFound:
+        if (setup_.config) {
+          ++misses_.not_found;
+          break;
+        }
+        throw UsageError(
+            std::string("memprof::Session::Track: ") + what + " '" + names[i] +
+            "' was allocated before the session began, so its bytes are in "
+            "no figure: create the memprof::Session first thing in main, "
+            "before any tensor is made");
+    }
+  }
+}
+
+void SessionImpl::TrackModule(const torch::nn::Module& model) {
+  std::vector<torch::Tensor> params, buffers;
+  std::vector<std::string> param_names, buffer_names;
+  for (const auto& item : model.named_parameters(/*recurse=*/true)) {
+    param_names.push_back(item.key());
+    params.push_back(item.value());
+  }
+  for (const auto& item : model.named_buffers(/*recurse=*/true)) {
+    buffer_names.push_back(item.key());
+    buffers.push_back(item.value());
+  }
+  ResolveOrRefuse(params, param_names, Category::kWeights, 0, "parameter");
+  ResolveOrRefuse(buffers, buffer_names, Category::kWeights, kFlagBuffer,
+                  "buffer");
+  params_.insert(params_.end(), params.begin(), params.end());
+  param_names_.insert(param_names_.end(), param_names.begin(),
+                      param_names.end());
+  buffers_.insert(buffers_.end(), buffers.begin(), buffers.end());
+  buffer_names_.insert(buffer_names_.end(), buffer_names.begin(),
+                       buffer_names.end());
+  if (cuda_ != nullptr) cuda_->Moment("model");
+}
+
+void SessionImpl::TrackParameters(const std::vector<torch::Tensor>& parameters,
+                                  const std::string& name_prefix) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    names.push_back(name_prefix + "." + std::to_string(i));
+  }
+  ResolveOrRefuse(parameters, names, Category::kWeights, 0, "parameter");
+  params_.insert(params_.end(), parameters.begin(), parameters.end());
+  param_names_.insert(param_names_.end(), names.begin(), names.end());
+}
+
+void SessionImpl::TrackOptimizer(torch::optim::Optimizer& optimizer) {
+  if (optimizer_ != nullptr) {
+    throw UsageError(
+        "memprof::Session::Track(optimizer): an optimizer is already "
+        "tracked; a session follows one optimizer");
+  }
+  const auto& options = optimizer.param_groups().at(0).options();
+  if (auto* adam = dynamic_cast<const torch::optim::AdamOptions*>(&options)) {
+    if (adam->amsgrad()) {
+      throw UsageError(
+          "memprof::Session::Track(optimizer): Adam with amsgrad keeps a "
+          "third buffer per parameter, which the prediction does not "
+          "count; track Adam or AdamW without amsgrad");
+    }
+    optimizer_name_ = "adam";
+  } else if (auto* adamw =
+                 dynamic_cast<const torch::optim::AdamWOptions*>(&options)) {
+    if (adamw->amsgrad()) {
+      throw UsageError(
+          "memprof::Session::Track(optimizer): AdamW with amsgrad keeps a "
+          "third buffer per parameter, which the prediction does not "
+          "count; track Adam or AdamW without amsgrad");
+    }
+    optimizer_name_ = "adamw";
+  } else if (auto* sgd =
+                 dynamic_cast<const torch::optim::SGDOptions*>(&options)) {
+    optimizer_name_ = "sgd";
+    momentum_ = sgd->momentum();
+  } else {
+    throw UsageError(
+        "memprof::Session::Track(optimizer): memprof reads the state of "
+        "torch::optim::Adam, AdamW and SGD only, and this optimizer is none "
+        "of them; use one of those, or leave the optimizer untracked (its "
+        "state then counts as unattributed)");
+  }
+  // Every parameter it steps must be tracked: the prediction of its state
+  // comes from the tracked parameters.
+  for (const auto& group : optimizer.param_groups()) {
+    for (const torch::Tensor& p : group.params()) {
+      const bool tracked =
+          std::any_of(params_.begin(), params_.end(),
+                      [&p](const torch::Tensor& q) { return q.is_same(p); });
+      if (!tracked) {
+        throw UsageError(
+            "memprof::Session::Track(optimizer): it steps a parameter the "
+            "session does not track; call Track(model) (or "
+            "TrackParameters) for every parameter before "
+            "Track(optimizer)");
+      }
+    }
+  }
+  optimizer_ = &optimizer;
+}
+
+void SessionImpl::TrackGroup(
+    const c10::intrusive_ptr<c10d::ProcessGroup>& group) {
+  if (group->getSize() != run_.world_size || group->getRank() != run_.rank) {
+    throw UsageError(
+        "memprof::Session::Track(group): the group is rank " +
+        std::to_string(group->getRank()) + " of " +
+        std::to_string(group->getSize()) +
+        ", but the launcher's RANK and "
+        "WORLD_SIZE say rank " +
+        std::to_string(run_.rank) + " of " + std::to_string(run_.world_size) +
+        "; track the group of the whole job, made from those variables");
+  }
+  group_ = group;
+}
+
+void SessionImpl::TrackReducer(c10d::Reducer& reducer,
+                               const ReducerOptions& options) {
+  reducer_ = &reducer;
+  reducer_options_ = options;
+  ResolveBuckets();
+}
+
+// Note [Rebuilt buckets]
+// The Reducer allocates its buckets when it is built and again when it
+// rebuilds them in gradient-ready order (in the second step's forward, in
+// prepare_for_forward; a new bucket can take a freed one's address). Their
+// storages are resolved when tracked and at the end of every forward: a
+// bucket newly resolved there is a rebuilt one, and its step is one-time
+// work, left out of the steady state like step 1.
+void SessionImpl::ResolveBuckets() {
+  if (reducer_ == nullptr || !run_.hooked) return;
+  const Category category = reducer_options_.gradient_as_bucket_view
+                                ? Category::kGradients
+                                : Category::kDdpBuckets;
+  bool rebuilt = false;
+  int64_t buckets = 0;
+  for (const c10d::GradBucket& bucket :
+       reducer_->get_grad_buckets(/*return_zero_tensors=*/false)) {
+    ++buckets;
+    const torch::Tensor& buffer = bucket.getBuffer();
+    if (!buffer.has_storage() || buffer.storage().data() == nullptr) continue;
+    switch (tracker_.Resolve(buffer.storage().data(), category, kFlagBucket)) {
+      case ResolveResult::kResolved:
+        rebuilt = true;
+        break;
+      case ResolveResult::kAlready:
+        break;
+      case ResolveResult::kNotFound:
+        ++misses_.not_found;
+        break;
+      case ResolveResult::kConflict:
+        ++misses_.conflict;
+        break;
+    }
+  }
+  if (rebuilt && step_ > 0) last_one_time_step_ = step_;
+  run_.buckets = buckets;
+}
+
+void SessionImpl::TrackInputs(const std::vector<torch::Tensor>& batch) {
+  ResolveOwnership(batch, Category::kInputs, misses_);
+  if (run_.micro_batch == 0 && !batch.empty() && batch[0].defined() &&
+      batch[0].dim() > 0) {
+    run_.micro_batch = batch[0].size(0);
+  }
+}
+
+void SessionImpl::BeginStep() {
+  if (finished_) {
+    throw UsageError("memprof::Session::Step(): the session has finished");
+  }
+  if (in_step_) {
+    throw UsageError("memprof::Session::Step(): step " + std::to_string(step_) +
+                     "'s scope is still open; end it before the next step "
+                     "(keep each step's scope inside the loop's body)");
+  }
+  if (open_phase_ != Phase::kIdle) {
+    throw UsageError("memprof::Session::Step(): " + MarkName(open_phase_) +
+                     "'s scope is still open; end it first");
+  }
+  ++step_;
+  in_step_ = true;
+  phases_seen_ = 0;
+  loss_ = 0;
+  recompute_seconds_ = 0;
+  // Memprof's and the allocator's peaks restart with the steady state
+  // (one-time work: step 1, and the bucket rebuild in step 2).
+  if (cuda_ != nullptr && step_ == 3) cuda_->StartSteadyState();
+  step_start_ = std::chrono::steady_clock::now();
+}
+
+void SessionImpl::EndStep(bool unwinding) {
+  StepRecord record;
+  record.seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - step_start_)
+                       .count();
+  record.loss = loss_;
+  record.recompute_seconds = recompute_seconds_;
+  record.completed = !unwinding;
+  in_step_ = false;
+  run_.step_records.push_back(record);
+  if (unwinding) return;
+  const uint32_t needed =
+      (1u << OrderOf(Phase::kForward)) | (1u << OrderOf(Phase::kBackward));
+  if ((phases_seen_ & needed) != needed) {
+    throw UsageError(
+        "memprof::Session: step " + std::to_string(step_) +
+        " ended without its Forward() and Backward() marks, so memprof "
+        "cannot tell activations from temporaries; open "
+        "`auto mark = session.Forward();` around the forward pass and "
+        "session.Backward() around loss.backward()");
+  }
+  if (cuda_ != nullptr && step_ == 1) cuda_->Moment("step_1");
+}
+
+void SessionImpl::SetLoss(double loss) { loss_ = loss; }
+
+void SessionImpl::BeginPhase(Phase phase) {
+  const bool in_loop = OrderOf(phase) >= 0;
+  if (finished_) {
+    throw UsageError("memprof::Session::" + MarkName(phase) +
+                     ": the session has finished");
+  }
+  if (in_loop && !in_step_) {
+    throw UsageError("memprof::Session::" + MarkName(phase) +
+                     " outside a step: open `auto step = session.Step();` "
+                     "at the top of the loop's body first");
+  }
+  if (!in_loop && in_step_) {
+    throw UsageError("memprof::Session::" + MarkName(phase) + " inside step " +
+                     std::to_string(step_) +
+                     ": set-up comes before the first step");
+  }
+  if (open_phase_ != Phase::kIdle) {
+    throw UsageError("memprof::Session::" + MarkName(phase) + " while " +
+                     MarkName(open_phase_) +
+                     "'s scope is still open: phases do not nest; end the "
+                     "first scope (close its braces) before opening the next");
+  }
+  if (in_loop && (phases_seen_ >> OrderOf(phase)) != 0) {
+    throw UsageError("memprof::Session::" + MarkName(phase) + " in step " +
+                     std::to_string(step_) +
+                     " after a later phase or twice: a step's phases come "
+                     "in the order Inputs, Forward, Backward, OptimizerStep, "
+                     "ZeroGrad, each at most once");
+  }
+  const int64_t seq = Mark(phase);
+  if (phase == Phase::kForward) forward_begin_ = seq;
+  open_phase_ = phase;
+  if (in_loop) phases_seen_ |= 1u << OrderOf(phase);
+}
+
+void SessionImpl::EndPhase(Phase phase, bool unwinding) {
+  if (open_phase_ != phase) {
+    if (unwinding) return;
+    throw UsageError("memprof::Session: " + MarkName(phase) +
+                     "'s scope ended after " + MarkName(open_phase_) +
+                     " began: end the scopes in the order they were opened");
+  }
+  open_phase_ = Phase::kIdle;
+  if (unwinding) return;
+  switch (phase) {
+    case Phase::kForward:
+      // Ownership first (a rebuilt bucket is the Reducer's), then the
+      // phase rule: what forward made and still holds is activations.
+      ResolveBuckets();
+      tracker_.ResolvePendingSince(forward_begin_, Category::kActivations);
+      break;
+    case Phase::kBackward:
+      ResolveOwnership(Gradients(params_), Category::kGradients, misses_);
+      break;
+    case Phase::kOptimizer:
+      if (optimizer_ != nullptr) {
+        ResolveOwnership(OptimizerStateTensors(*optimizer_),
+                         Category::kOptimizerState, misses_);
+      }
+      break;
+    case Phase::kDdpInit:
+      ResolveBuckets();
+      if (cuda_ != nullptr) cuda_->Moment("process_group");
+      break;
+    default:
+      break;
+  }
+}
+
+// Note [Recomputed activations]
+// With activation checkpointing a block's saved tensors are made twice:
+// in forward without autograd (freed at once: temporaries) and in
+// backward, when the block reruns its forward just before its own
+// backward. What the rerun leaves live is what the block's backward needs,
+// the same tensors a plain forward saves: they are activations, resolved
+// as the forward's are, by the phase rule from the rerun's first seq; they
+// die during the block's backward. The rerun runs on the thread running
+// backward (on the CPU, the loop's thread) while the loop waits in
+// backward(), so these marks never overlap the loop's own. Its time is the
+// step's recompute_seconds.
+void SessionImpl::BeginRecompute() {
+  if (open_phase_ != Phase::kBackward || in_recompute_) {
+    throw UsageError(
+        "memprof::Session::Recompute() outside Backward(): a checkpointed "
+        "block reruns its forward inside the backward pass; open "
+        "Recompute() there, once per rerun");
+  }
+  in_recompute_ = true;
+  recompute_from_seq_ = tracker_.NextSeq();
+  recompute_start_ = std::chrono::steady_clock::now();
+}
+
+void SessionImpl::EndRecompute(bool unwinding) {
+  in_recompute_ = false;
+  if (unwinding) return;
+  tracker_.ResolvePendingSince(recompute_from_seq_, Category::kActivations);
+  recompute_seconds_ += std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - recompute_start_)
+                            .count();
+}
+
+void SessionImpl::EnterScope(const std::string& name) {
+  if (name.empty()) {
+    throw UsageError("memprof::Session::Scope(\"\"): give the scope a name");
+  }
+  scopes_.push_back(name);
+  tracker_.EnterScope(name);
+}
+
+void SessionImpl::ExitScope(bool unwinding) {
+  (void)unwinding;  // a scope's end is recorded either way
+  if (!scopes_.empty()) scopes_.pop_back();
+  tracker_.ExitScope();
+}
+
+StepRecord& SessionImpl::LastStep() {
+  if (run_.step_records.empty()) {
+    throw std::logic_error("SessionImpl::LastStep before any step");
+  }
+  return run_.step_records.back();
+}
+
+// After an out-of-memory error (Note [Memory limit]): whatever gradients
+// and optimizer state exist are attributed as such.
+void SessionImpl::ResolveModelState() {
+  ResolveOwnership(Gradients(params_), Category::kGradients, misses_);
+  if (optimizer_ != nullptr) {
+    ResolveOwnership(OptimizerStateTensors(*optimizer_),
+                     Category::kOptimizerState, misses_);
+  }
+}
+
+RunConfig SessionImpl::ProgramConfig() const {
+  RunConfig c;
+  c.model = "program";
+  c.program.name = options_.name;
+  c.train.micro_batch = run_.micro_batch;
+  c.train.global_batch = run_.micro_batch * run_.world_size;
+  c.train.steps = step_;
+  c.train.optimizer = optimizer_name_.empty() ? "sgd" : optimizer_name_;
+  c.train.momentum = momentum_;
+  if (optimizer_ != nullptr) {
+    c.train.lr = optimizer_->param_groups().at(0).options().get_lr();
+  }
+  const bool bf16 =
+      !params_.empty() &&
+      std::all_of(params_.begin(), params_.end(), [](const torch::Tensor& p) {
+        return p.scalar_type() == torch::kBFloat16;
+      });
+  c.train.dtype = bf16 ? "bfloat16" : "float32";
+  c.train.device = run_.device;
+  c.ddp.world_size = run_.world_size;
+  c.ddp.bucket_cap_mb = static_cast<double>(reducer_options_.bucket_cap_bytes) /
+                        (1024.0 * 1024.0);
+  c.ddp.gradient_as_bucket_view = reducer_options_.gradient_as_bucket_view;
+  c.ddp.backend = run_.backend;
+  c.source = "the program's own loop (memprof::Session)";
+  // Where each value came from, in the API's terms.
+  for (const ConfigEntry& entry : EffectiveConfig(c)) {
+    const std::string& k = entry.key;
+    std::string from = "not used by a program";
+    if (k == "model" || k == "program.name") {
+      from = "SessionOptions::name";
+    } else if (k == "train.optimizer" || k == "train.lr" ||
+               k == "train.momentum") {
+      from =
+          optimizer_ != nullptr ? "Track(optimizer)" : "no optimizer tracked";
+    } else if (k == "train.dtype") {
+      from = "the tracked parameters";
+    } else if (k == "train.micro_batch" || k == "train.global_batch") {
+      from = options_.micro_batch > 0 ? "SessionOptions::micro_batch"
+                                      : "TrackInputs (first dimension)";
+    } else if (k == "train.steps") {
+      from = "Step()";
+    } else if (k == "train.device") {
+      from = "memprof::Session";
+    } else if (k == "ddp.world_size") {
+      from = run_.world_size > 1 ? "WORLD_SIZE" : "no launcher";
+    } else if (k == "ddp.bucket_cap_mb" || k == "ddp.gradient_as_bucket_view") {
+      from = reducer_ != nullptr ? "Track(reducer)" : "no Reducer tracked";
+    } else if (k == "ddp.backend") {
+      from = group_ ? "Track(group)" : "no group tracked";
+    }
+    c.origins[k] = from;
+  }
+  return c;
+}
+
+// A program's prediction: its model state from the tracked parameters and
+// buffers (one size-table row each) and the optimizer; no buckets without
+// a tracked Reducer; activations, inputs and temporaries are measured only
+// (predicted 0: the reports show no error percentage for them).
+Prediction SessionImpl::PredictRun() const {
+  SizeTable table;
+  table.symbols = "the program's tracked parameters and buffers";
+  for (size_t i = 0; i < params_.size(); ++i) {
+    table.Add(param_names_[i], RowKind::kParameter, params_[i].sizes().vec(),
+              "", RowDtypeOf(params_[i], param_names_[i]));
+  }
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    table.Add(buffer_names_[i], RowKind::kBuffer, buffers_[i].sizes().vec(), "",
+              RowDtypeOf(buffers_[i], buffer_names_[i]));
+  }
+  Prediction p = PredictFromTable(run_.config, std::move(table),
+                                  run_.micro_batch, run_.rank);
+  if (reducer_ == nullptr) {
+    const int buckets = Index(Category::kDdpBuckets);
+    p.bytes[buckets] = 0;
+    for (PredictedMoment* m : {&p.early_backward, &p.optimizer_step,
+                               &p.block_backward, &p.late_backward}) {
+      m->bytes[buckets] = 0;
+    }
+    p.model_state_bytes_per_parameter =
+        p.parameters > 0
+            ? static_cast<double>(ModelStateBytes(p.bytes) -
+                                  p.bytes[Index(Category::kActivations)] -
+                                  p.bytes[Index(Category::kInputs)] -
+                                  p.bytes[Index(Category::kTemporaries)]) /
+                  p.parameters
+            : 0;
+  }
+  return p;
+}
+
+RankRun SessionImpl::FinishRun() {
+  if (finished_) {
+    throw UsageError("memprof::Session::Finish(): called twice");
+  }
+  finished_ = true;
+  if (tracker_.out_of_memory().seq >= 0) ResolveModelState();
+  Mark(Phase::kIdle);
+  run_.parameters = 0;
+  for (const torch::Tensor& p : params_) run_.parameters += p.numel();
+  if (!setup_.config) {
+    run_.config = ProgramConfig();
+    run_.context.config = run_.config;
+    run_.prediction = PredictRun();
+  }
+  if (cuda_ != nullptr && step_ > 1)
+    cuda_->Moment("step_" + std::to_string(step_));
+  std::vector<CudaSegmentView> cuda_segments;
+  if (cuda_ != nullptr) {
+    run_.cuda = cuda_->Finish();
+    cuda_segments = cuda_->Segments();
+  }
+  run_.capture = tracker_.EndSession();
+  tracker_.SetMemoryLimit(0);
+  const auto analysis_start = std::chrono::steady_clock::now();
+  std::vector<CaptureSink*> sinks;
+  CudaReplaySink replay;
+  if (cuda_ == nullptr) sinks.push_back(&replay);
+  std::optional<SnapshotWriter> snapshot;
+  const CaptureOutputs& outputs = *setup_.outputs;
+  if (!outputs.out_dir.empty()) {
+    const bool pickle = outputs.snapshot_format == DocumentFormat::kPickle;
+    snapshot.emplace(outputs.out_dir + "/snapshot-" +
+                         std::to_string(run_.rank) +
+                         (pickle ? ".pickle" : ".json"),
+                     outputs.snapshot_format, run_.rank, run_.capture.begin_seq,
+                     cuda_ != nullptr ? &cuda_segments : nullptr);
+    sinks.push_back(&*snapshot);
+  }
+  // Note [Late bucket frees]: the analysis also waits for the step of the
+  // last freed bucket buffer.
+  run_.analysis = Analyze(
+      run_.capture, AnalysisOptions{last_one_time_step_, outputs.keep}, sinks);
+  if (snapshot) snapshot->Finish(run_.analysis.end_seq);
+  run_.analysis_seconds = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - analysis_start)
+                              .count();
+  if (cuda_ == nullptr) run_.cuda_replay = replay.Result();
+  run_.ownership_not_found = misses_.not_found;
+  run_.ownership_conflicts = misses_.conflict;
+  return std::move(run_);
+}
+
+void SessionImpl::Finish() {
+  const std::string out_dir = setup_.outputs->out_dir;
+  RankRun run = FinishRun();
+  RunOutputOptions output;
+  output.out_dir = out_dir;
+  output.quiet = options_.quiet;
+  if (group_) {
+    c10::intrusive_ptr<c10d::ProcessGroup> group = group_;
+    output.all_gather = [group](const std::string& value) {
+      return AllGatherStrings(*group, value);
+    };
+  }
+  try {
+    WriteRunOutputs(run, output);
+  } catch (const RunFailure& e) {
+    // Out of memory: the reports are written and say where; the program
+    // has the error it caught.
+    if (!run.RanOutOfMemory()) throw;
+    std::fprintf(stderr, "memprof: %s\n", e.what());
+  }
+}
+
+}  // namespace memprof

@@ -1,0 +1,156 @@
+// A program of a user's kind for the session tests: its own model and loop,
+// memprof through <memprof/memprof.h> alone. argv[1] names what it does:
+//   train OUT       a 4-step loop, every mark, a scope per layer: exit 0
+//   oom OUT         the same under a 64 KiB limit: the forward runs out;
+//                   caught, then Finish(): exit 3
+//   tensor-first    a tensor made before the session, then Track(model)
+//   two-sessions    a second session while the first exists
+//   phase-order     Backward() before Forward()
+//   nested-phase    Forward() while Inputs() is still open
+//   no-marks        a step with no phase marks
+//   rmsprop         Track(an RMSprop optimizer)
+//   recompute-outside  Recompute() outside Backward()
+//   finish-twice    Finish() twice
+// A misuse exits 4 after printing "usage: <the error>" on standard error.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <memprof/memprof.h>
+#include <torch/torch.h>
+
+namespace {
+
+struct NetImpl : torch::nn::Module {
+  NetImpl()
+      : fc1(register_module("fc1", torch::nn::Linear(32, 64))),
+        norm(register_module("norm", torch::nn::BatchNorm1d(64))),
+        fc2(register_module("fc2", torch::nn::Linear(64, 10))) {}
+  torch::Tensor forward(memprof::Session& session, const torch::Tensor& x) {
+    torch::Tensor h;
+    {
+      auto scope = session.Scope("fc1");
+      h = torch::relu(norm(fc1(x)));
+    }
+    auto scope = session.Scope("fc2");
+    return torch::log_softmax(fc2(h), 1);
+  }
+  torch::nn::Linear fc1;
+  torch::nn::BatchNorm1d norm;
+  torch::nn::Linear fc2;
+};
+TORCH_MODULE(Net);
+
+void Train(memprof::Session& session, Net& net, torch::optim::Optimizer& opt,
+           int steps) {
+  for (int i = 0; i < steps; ++i) {
+    auto step = session.Step();
+    torch::Tensor x, y, loss;
+    {
+      auto mark = session.Inputs();
+      x = torch::randn({16, 32});
+      y = torch::randint(0, 10, {16});
+      session.TrackInputs({x, y});
+    }
+    {
+      auto mark = session.Forward();
+      loss = torch::nll_loss(net->forward(session, x), y);
+    }
+    {
+      auto mark = session.Backward();
+      loss.backward();
+    }
+    {
+      auto mark = session.OptimizerStep();
+      opt.step();
+    }
+    {
+      auto mark = session.ZeroGrad();
+      opt.zero_grad();
+    }
+    step.Loss(loss.item<double>());
+  }
+}
+
+memprof::SessionOptions Options(int argc, char** argv) {
+  memprof::SessionOptions options;
+  options.name = "session-program";
+  options.quiet = true;
+  if (argc > 2) options.out_dir = argv[2];
+  // Over the weights (12 KiB), under the model state with AdamW (47 KiB).
+  if (std::strcmp(argv[1], "oom") == 0) options.memory_limit_bytes = 40 << 10;
+  return options;
+}
+
+int Run(const std::string& what, int argc, char** argv) {
+  if (what == "tensor-first") {
+    Net net;
+    memprof::Session session(Options(argc, argv));
+    session.Track(*net);
+    return 0;
+  }
+  memprof::Session session(Options(argc, argv));
+  Net net;
+  torch::optim::AdamW optimizer(net->parameters(), 1e-3);
+  session.Track(*net);
+  if (what == "rmsprop") {
+    torch::optim::RMSprop rmsprop(net->parameters(), 1e-3);
+    session.Track(rmsprop);
+    return 0;
+  }
+  session.Track(optimizer);
+  if (what == "train") {
+    Train(session, net, optimizer, 4);
+    session.Finish();
+    return 0;
+  }
+  if (what == "oom") {
+    try {
+      Train(session, net, optimizer, 4);
+    } catch (const c10::OutOfMemoryError&) {
+      session.Finish();
+      return 3;
+    }
+    return 0;
+  }
+  if (what == "two-sessions") {
+    memprof::Session second;
+    return 0;
+  }
+  if (what == "finish-twice") {
+    Train(session, net, optimizer, 1);
+    session.Finish();
+    session.Finish();
+    return 0;
+  }
+  auto step = session.Step();
+  if (what == "phase-order") {
+    { auto mark = session.Backward(); }
+    { auto mark = session.Forward(); }
+  } else if (what == "nested-phase") {
+    auto inputs = session.Inputs();
+    auto forward = session.Forward();
+  } else if (what == "recompute-outside") {
+    auto forward = session.Forward();
+    auto recompute = session.Recompute();
+  } else if (what != "no-marks") {
+    std::fprintf(stderr, "unknown case %s\n", what.c_str());
+    return 64;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: session_program CASE [OUT]\n");
+    return 64;
+  }
+  try {
+    return Run(argv[1], argc, argv);
+  } catch (const memprof::UsageError& e) {
+    std::fprintf(stderr, "usage: %s\n", e.what());
+    return 4;
+  }
+}

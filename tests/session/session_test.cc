@@ -1,0 +1,121 @@
+// The public API end to end: a program of a user's kind (session_program.cc)
+// profiled through <memprof/memprof.h> alone, and its misuses.
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "profiler/report/rank_report.h"
+#include "tests/run_command.h"
+#include "tests/temp_dir.h"
+#include "tests/text_file.h"
+
+namespace memprof {
+namespace {
+
+CommandResult RunProgram(const std::string& args) {
+  return RunCommand(std::string(MEMPROF_SESSION_PROGRAM) + " " + args);
+}
+
+class SessionTest : public TempDirTest {};
+
+// Model state of a model memprof has no size table for, predicted from the
+// tracked parameters and the optimizer alone, measured to the byte.
+TEST_F(SessionTest, ProgramModelStateMeasuredAsPredictedToTheByte) {
+  const CommandResult run = RunProgram("train " + dir_.string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const RankReport report = ReadRankReport(RankReportPath(dir_.string(), 0));
+  EXPECT_EQ(report.context.config.model, "program");
+  EXPECT_EQ(report.context.config.program.name, "session-program");
+  EXPECT_EQ(report.context.config.train.optimizer, "adamw");
+  // fc1 32x64+64, norm 64+64, fc2 64x10+10.
+  const int64_t params = 32 * 64 + 64 + 64 + 64 + 64 * 10 + 10;
+  EXPECT_EQ(report.predicted_parameters, params);
+  // Parameters and BatchNorm's buffers (2 x 64 floats and one int64).
+  const int64_t weights = 4 * params + 4 * 128 + 8;
+  EXPECT_EQ(report.Of(Category::kWeights).peak_bytes, weights);
+  EXPECT_EQ(report.Of(Category::kWeights).predicted_bytes, weights);
+  EXPECT_EQ(report.Of(Category::kGradients).peak_bytes, 4 * params);
+  EXPECT_EQ(report.Of(Category::kGradients).predicted_bytes, 4 * params);
+  EXPECT_EQ(report.Of(Category::kOptimizerState).peak_bytes, 8 * params);
+  EXPECT_EQ(report.Of(Category::kOptimizerState).predicted_bytes, 8 * params);
+  EXPECT_EQ(report.Of(Category::kDdpBuckets).peak_bytes, 0);
+  EXPECT_EQ(report.Of(Category::kDdpBuckets).predicted_bytes, 0);
+  // The batch: 16 x 32 floats and 16 labels.
+  EXPECT_EQ(report.Of(Category::kInputs).peak_bytes, 16 * 32 * 4 + 16 * 8);
+  EXPECT_GT(report.Of(Category::kActivations).peak_bytes, 0);
+  EXPECT_EQ(report.Of(Category::kUnattributed).end_bytes, 0);
+  EXPECT_EQ(report.Of(Category::kUnattributed).allocated_bytes, 0);
+  EXPECT_EQ(report.steps.size(), 4u);
+  for (const char* file : {"summary.json", "report.md", "report.html",
+                           "trace.json", "snapshot-0.json"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir_ / file)) << file;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "capture-0.bin"));
+  // `memprof report` renders it as it renders a profile's.
+  const CommandResult rendered = RunMemprof("report --run " + dir_.string());
+  EXPECT_EQ(rendered.exit_code, 0) << rendered.output;
+  const std::string markdown = ReadFile(dir_ / "report.md");
+  EXPECT_NE(markdown.find("program: name session-program"), std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("| train.optimizer | adamw | Track(optimizer) |"),
+            std::string::npos)
+      << markdown;
+}
+
+TEST_F(SessionTest, OutOfMemoryIsReportedWhereItHappened) {
+  const CommandResult run = RunProgram("oom " + dir_.string());
+  ASSERT_EQ(run.exit_code, 3) << run.output;
+  const RankReport report = ReadRankReport(RankReportPath(dir_.string(), 0));
+  ASSERT_TRUE(report.out_of_memory.has_value());
+  EXPECT_EQ(report.out_of_memory->limit_bytes, 40 << 10);
+  EXPECT_EQ(report.out_of_memory->fit.verdict, FitVerdict::kNotPredicted);
+  // The sentence speaks of the program's model state, predicted exactly.
+  EXPECT_NE(run.output.find("memprof: out of memory in "), std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("is alone over 40.0 KiB"), std::string::npos)
+      << run.output;
+}
+
+struct Misuse {
+  const char* name;
+  const char* expected;  // in the message
+};
+void PrintTo(const Misuse& misuse, std::ostream* out) { *out << misuse.name; }
+
+class SessionMisuseTest : public ::testing::TestWithParam<Misuse> {};
+
+TEST_P(SessionMisuseTest, RefusedWithTheRemedy) {
+  TempDir dir;
+  const CommandResult run =
+      RunProgram(std::string(GetParam().name) + " " + dir.path().string());
+  EXPECT_EQ(run.exit_code, 4) << run.output;
+  EXPECT_NE(run.output.find(std::string("usage: ") + "memprof::Session"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find(GetParam().expected), std::string::npos)
+      << run.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SessionMisuseTest,
+    ::testing::Values(
+        Misuse{"tensor-first",
+               "'fc1.weight' was allocated before the session began"},
+        Misuse{"two-sessions", "a session already exists in this process"},
+        Misuse{"phase-order", "each at most once"},
+        Misuse{"nested-phase", "while Inputs()'s scope is still open"},
+        Misuse{"no-marks", "ended without its Forward() and Backward() marks"},
+        Misuse{"rmsprop", "Adam, AdamW and SGD only"},
+        Misuse{"recompute-outside", "Recompute() outside Backward()"},
+        Misuse{"finish-twice", "Finish(): called twice"}),
+    [](const ::testing::TestParamInfo<Misuse>& info) {
+      std::string name = info.param.name;
+      for (char& c : name) {
+        if (c == '-') c = '_';
+      }
+      return name;
+    });
+
+}  // namespace
+}  // namespace memprof
