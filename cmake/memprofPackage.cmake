@@ -9,6 +9,7 @@
 # memprof::<name>. Their link interfaces carry what a program needs at link
 # time (LibTorch through memprof::libtorch, the libraries below them).
 set(MEMPROF_PACKAGE_LIBRARIES
+  memprof_session
   memprof_models
   memprof_rank_run
   memprof_capture
@@ -18,7 +19,7 @@ set(MEMPROF_PACKAGE_LIBRARIES
   memprof_size_tables
   memprof_base
 )
-set_target_properties(memprof_models PROPERTIES EXPORT_NAME memprof)
+set_target_properties(memprof_session PROPERTIES EXPORT_NAME memprof)
 install(TARGETS ${MEMPROF_PACKAGE_LIBRARIES} EXPORT memprofTargets
   ARCHIVE DESTINATION lib INCLUDES DESTINATION include)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/profiler/session/include/

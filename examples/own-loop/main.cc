@@ -198,6 +198,7 @@ int Train(const Flags& flags) {
   session.Track(optimizer);
   DataParallel ddp;
   if (session.world_size() > 1) {
+    auto mark = session.DataParallelSetUp();
     ddp = MakeDataParallel(session.rank(), session.world_size(),
                            net->parameters());
     session.Track(ddp.group);
@@ -233,7 +234,10 @@ int Train(const Flags& flags) {
     }
     {
       auto mark = session.ZeroGrad();
-      optimizer.zero_grad();
+      // Zeroed in place: every gradient stays live from step to step, as
+      // the prediction counts them (with set_to_none, LibTorch's default,
+      // the gradients are freed here and made again during backward).
+      optimizer.zero_grad(/*set_to_none=*/false);
     }
     step.Loss(loss.item<double>());
   }

@@ -4,8 +4,9 @@
 # against that prefix and the torch package folder alone (nothing of
 # memprof's source or build tree), then run:
 # - on 1 rank, and on 2 ranks under torchrun --no-python: on every rank
-#   weights, gradients and optimizer state measured equal their prediction
-#   to the byte, and nothing is unattributed;
+#   weights, gradients and optimizer state (and on 2 ranks the Reducer's
+#   buckets) measured equal their prediction to the byte, and nothing is
+#   unattributed;
 # - `memprof report` renders both runs; a baseline from run A gates run B
 #   (exit 0), and the example with conv2 wider fails the gate (exit 1).
 # Usage: own_loop_test.sh CMAKE CXX MEMPROF_BUILD_DIR EXAMPLE_DIR TORCH_PREFIX WORKDIR
@@ -61,7 +62,7 @@ step two_ranks timeout 120 "$env_bin/torchrun" --no-python --nproc-per-node 2 \
   "$example_bin" "${run[@]}" --out "$work/ddp" ||
   fail "the example on 2 ranks under torchrun exited non-zero"
 
-python3 - "$work/a" 1 "$work/ddp" 2 <<'PY'
+python3 - "$work/a" 1 "$work/ddp" 2 <<'PY' || fail "the example's reports are not exact"
 import json, sys
 args = sys.argv[1:]
 for run, world_size in zip(args[::2], map(int, args[1::2])):
@@ -69,12 +70,19 @@ for run, world_size in zip(args[::2], map(int, args[1::2])):
         report = json.load(open(f"{run}/rank-{r}.json"))
         assert report["context"]["world_size"] == world_size, report["context"]
         cats = report["categories"]
-        for category in ("weights", "gradients", "optimizer_state"):
+        exact = ["weights", "gradients", "optimizer_state"]
+        if world_size > 1:  # the example's own Reducer
+            exact.append("ddp_buckets")
+        for category in exact:
             measured = cats[category]["measured_bytes"]
             predicted = cats[category]["predicted_bytes"]
             assert measured > 0 and measured == predicted, \
                 (run, r, category, measured, predicted)
-        assert cats["unattributed"]["measured_bytes"] == 0, (run, r, cats)
+        unattributed = cats["unattributed"]
+        assert unattributed["measured_bytes"] == 0, (run, r, unattributed)
+        assert unattributed["peak_bytes"] == 0, (run, r, unattributed)
+    summary = json.load(open(f"{run}/summary.json"))
+    assert len(summary["ranks"]) == world_size, summary["ranks"]
     print(f"ok: {world_size} rank(s): model state to the byte, nothing unattributed")
 PY
 
