@@ -54,6 +54,12 @@ env_bin=$(cd "$torch_prefix/../../../../bin" 2>/dev/null && pwd) || env_bin=""
 python=$env_bin/python
 port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
+# A bad flag: exit 2, the message naming it, nothing written.
+code=0
+"$example_bin" --width 0 --out "$work/bad" > "$work/bad.log" 2>&1 || code=$?
+[ "$code" -eq 2 ] && grep -q -- "--width must be a positive integer" "$work/bad.log" &&
+  [ ! -e "$work/bad" ] || fail "--width 0 exited $code: $(cat "$work/bad.log")"
+
 run=(--steps 3 --micro-batch 4)
 step one_rank timeout 60 "$example_bin" "${run[@]}" --out "$work/a" ||
   fail "the example on 1 rank exited non-zero"
