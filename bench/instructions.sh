@@ -9,7 +9,9 @@
 #       the hook per allocate+free pair (hooked minus bare, and the
 #       straightforward design beside it), 64 B to 64 MiB; the CUDA trace
 #       callback per event; and one training step of gpt-tiny and
-#       resnet-tiny with the hook against --no-hook (steps 3..N alone)
+#       resnet-tiny with the hook against --no-hook (steps 3..N alone); and
+#       the public API's marks per step (Step, the five phases, two named
+#       scopes) around no work, beside those steps
 #   bench/instructions.sh --gate BOUND_FILE [--build DIR]
 #       the hot-path gate (a ctest): fails (exit 1) when the hook's added
 #       instructions per pair, at the median over sizes, exceed the bound
@@ -111,3 +113,10 @@ for config in gpt-tiny resnet-tiny; do
   off="$(counts "$config-off" "${args[@]}" --out "$work/$config-off/out" --no-hook | awk -F'\t' '/^steps /{split($1, f, " "); printf "%.0f\n", $2 / f[2]}')"
   awk -v c="$config" -v on="$on" -v off="$off" 'BEGIN {printf "%-12s %16d %16d %8.4f\n", c, on, off, on / off}'
 done
+
+echo
+echo "== the public API's marks per step (Step, Inputs, Forward with two named scopes, Backward, OptimizerStep, ZeroGrad; no work inside)"
+marks_bench="$build/bench/session_marks_bench"
+[ -x "$marks_bench" ] || { echo "instructions.sh: $marks_bench is missing: build first" >&2; exit 2; }
+counts marks "$marks_bench" "$work/marks/out" |
+  awk -F'\t' '/^marks /{split($1, f, " "); printf "%.0f instructions per step of marks\n", $2 / f[2]}'

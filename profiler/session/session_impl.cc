@@ -134,14 +134,30 @@ SessionImpl::SessionImpl(SessionOptions options, SessionSetup setup)
         "loop");
   }
   try {
+    int local_rank = 0;
     if (setup_.rank >= 0) {
       run_.rank = setup_.rank;
       run_.world_size = setup_.world_size;
     } else if (const auto topology = TopologyFromEnvironment()) {
       run_.rank = topology->rank;
       run_.world_size = topology->world_size;
+      local_rank = topology->local_rank;
     }
-    run_.device = setup_.config ? setup_.config->train.device : "cpu";
+    run_.device = setup_.config ? setup_.config->train.device : options_.device;
+    if (run_.device != "cpu" && run_.device != "cuda") {
+      throw UsageError("memprof::SessionOptions::device is \"" + run_.device +
+                       "\"; use \"cpu\" or \"cuda\"");
+    }
+    if (run_.device == "cuda" && !setup_.config) {
+      const CudaDeviceStatus& cuda = ProbeCudaDevice();
+      if (!cuda.available) {
+        throw UsageError(
+            "memprof::SessionOptions::device is \"cuda\", but there is no "
+            "GPU to measure (" +
+            cuda.status + "); use \"cpu\"");
+      }
+      setup_.cuda_device = local_rank % cuda.devices;
+    }
     run_.backend = setup_.config ? DdpBackend(*setup_.config) : "gloo";
     if (run_.device == "cuda") {
       if (setup_.hook) {

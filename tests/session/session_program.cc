@@ -11,6 +11,7 @@
 //   rmsprop         Track(an RMSprop optimizer)
 //   recompute-outside  Recompute() outside Backward()
 //   finish-twice    Finish() twice
+//   bad-device      SessionOptions::device "tpu"
 // A misuse exits 4 after printing "usage: <the error>" on standard error.
 #include <cstdio>
 #include <cstring>
@@ -77,6 +78,7 @@ memprof::SessionOptions Options(int argc, char** argv) {
   options.name = "session-program";
   options.quiet = true;
   if (argc > 2) options.out_dir = argv[2];
+  if (std::strcmp(argv[1], "bad-device") == 0) options.device = "tpu";
   // Over the weights (12 KiB), under the model state with AdamW (47 KiB).
   if (std::strcmp(argv[1], "oom") == 0) options.memory_limit_bytes = 40 << 10;
   return options;

@@ -108,7 +108,8 @@ INSTANTIATE_TEST_SUITE_P(
         Misuse{"no-marks", "ended without its Forward() and Backward() marks"},
         Misuse{"rmsprop", "Adam, AdamW and SGD only"},
         Misuse{"recompute-outside", "Recompute() outside Backward()"},
-        Misuse{"finish-twice", "Finish(): called twice"}),
+        Misuse{"finish-twice", "Finish(): called twice"},
+        Misuse{"bad-device", "use \"cpu\" or \"cuda\""}),
     [](const ::testing::TestParamInfo<Misuse>& info) {
       std::string name = info.param.name;
       for (char& c : name) {

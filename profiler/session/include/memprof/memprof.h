@@ -81,7 +81,11 @@ struct SessionOptions {
   // allocation that would go over it throws c10::OutOfMemoryError, as a
   // GPU's allocator would, and the reports say where it happened.
   int64_t memory_limit_bytes = 0;
-  // No progress line on standard error, no tables on standard output.
+  // "cpu", or "cuda": the program trains on this rank's GPU (LOCAL_RANK's,
+  // round-robin over the GPUs), and memprof measures through the CUDA
+  // caching allocator's trace (attached here, before any CUDA tensor).
+  std::string device = "cpu";
+  // No tables on standard output.
   bool quiet = false;
 };
 
