@@ -6,7 +6,8 @@
 //   own-loop [--micro-batch N] [--width N] [--steps N] [--out DIR]
 //   torchrun --no-python --nproc-per-node 2 own-loop --out DIR
 //
-// Exit codes: 0 ok, 2 a bad flag or environment variable, 3 the run failed.
+// Exit codes: 0 ok, 2 a bad flag or variable or a misuse of memprof's API,
+// 3 the run failed.
 #include <memprof/memprof.h>
 #include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -38,7 +39,7 @@ struct Flags {
   int64_t micro_batch = 8;  // images per rank per step
   int64_t width = 16;       // conv2's output channels
   int64_t steps = 4;
-  std::string out = "memprof-out";
+  std::string out;  // "": $MEMPROF_OUT, or memprof-out
 };
 
 // Bad input: the message names the flag or variable and the remedy (exit 2).
@@ -141,8 +142,9 @@ struct DataParallel {
 DataParallel MakeDataParallel(int rank, int world_size,
                               const std::vector<torch::Tensor>& params) {
   c10d::TCPStoreOptions store_options;
-  store_options.port = static_cast<uint16_t>(
-      PositiveInt("MASTER_PORT", Env("MASTER_PORT").c_str()));
+  const int64_t port = PositiveInt("MASTER_PORT", Env("MASTER_PORT").c_str());
+  if (port > 65535) throw BadInput("MASTER_PORT must be at most 65535");
+  store_options.port = static_cast<uint16_t>(port);
   const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
   const bool agent_store = agent != nullptr && std::string(agent) == "True";
   store_options.isServer = rank == 0 && !agent_store;
