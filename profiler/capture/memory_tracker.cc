@@ -172,6 +172,7 @@ void MemoryTracker::BeginSession(const std::string& capture_path,
   mark_ = PhaseMark{seq_, Phase::kIdle, 0, 0};
   AppendMarkLocked();
   begin_unix_us_ = unix_us;
+  scope_ids_.clear();
   session_current_ = 0;
   highest_seen_bytes_ = 0;
   out_of_memory_ = OutOfMemory{};
@@ -204,6 +205,21 @@ int64_t MemoryTracker::SetPhase(Phase phase, int32_t step) {
 int64_t MemoryTracker::NextSeq() const {
   std::lock_guard<SpinLock> guard(lock_);
   return seq_;
+}
+
+void MemoryTracker::EnterScope(const std::string& name) {
+  TORCH_CHECK(!name.empty(), "expected a scope name, got an empty one");
+  std::lock_guard<SpinLock> guard(lock_);
+  if (!logging_) return;
+  const auto [it, added] =
+      scope_ids_.emplace(name, static_cast<uint32_t>(scope_ids_.size()));
+  if (added) AppendScopeName(capture_, seq_, it->second, name);
+  capture_.Append(RecordKind::kScopeEnter, seq_, it->second, 0);
+}
+
+void MemoryTracker::ExitScope() {
+  std::lock_guard<SpinLock> guard(lock_);
+  if (logging_) capture_.Append(RecordKind::kScopeExit, seq_, 0, 0);
 }
 
 ResolveResult MemoryTracker::Resolve(const void* ptr, Category category,
