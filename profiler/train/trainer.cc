@@ -15,6 +15,7 @@
 #include "models/autocast_region.h"
 #include "models/checkpoint.h"
 #include "models/model.h"
+#include "models/scope_observer.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/zero_partition.h"
 #include "profiler/capture/cpu_hook.h"
@@ -93,6 +94,15 @@ int64_t CountElements(const std::vector<torch::Tensor>& tensors) {
   return n;
 }
 
+// The models' block scopes, recorded by the tracker (Note [Named scopes]).
+class TrackerScopes final : public ScopeObserver {
+ public:
+  void EnterScope(const std::string& name) override {
+    MemoryTracker::Get().EnterScope(name);
+  }
+  void ExitScope() override { MemoryTracker::Get().ExitScope(); }
+};
+
 // One rank's run, phase by phase. The objects that hold memory are members
 // so that what they hold is still live when the session ends.
 class RankTrainer final : public RecomputeObserver {
@@ -123,6 +133,7 @@ class RankTrainer final : public RecomputeObserver {
     run_.prediction = Predict(config, group.rank());
     run_.context = ContextOf(run_);
     SetRecomputeObserver(this);
+    SetScopeObserver(&scopes_);
   }
 
   // What a post-mortem needs to know of this rank (Note [Post-mortem]).
@@ -131,7 +142,10 @@ class RankTrainer final : public RecomputeObserver {
                                   {"micro_batch", run_.micro_batch}}
         .dump();
   }
-  ~RankTrainer() override { SetRecomputeObserver(nullptr); }
+  ~RankTrainer() override {
+    SetRecomputeObserver(nullptr);
+    SetScopeObserver(nullptr);
+  }
   RankTrainer(const RankTrainer&) = delete;
   RankTrainer& operator=(const RankTrainer&) = delete;
 
@@ -402,6 +416,7 @@ class RankTrainer final : public RecomputeObserver {
   // bf16-autocast: the forward's autocast switches (Note [Weight casts]).
   const AutocastState autocast_;
   RankRun run_;
+  TrackerScopes scopes_;
   OwnershipMisses misses_;
   int32_t last_one_time_step_ = 1;
   double exchange_seconds_ = 0;  // this step's (Note [Parameter exchange])
