@@ -173,6 +173,7 @@ void MemoryTracker::BeginSession(const std::string& capture_path,
   AppendMarkLocked();
   begin_unix_us_ = unix_us;
   scope_ids_.clear();
+  open_scopes_ = 0;
   session_current_ = 0;
   highest_seen_bytes_ = 0;
   out_of_memory_ = OutOfMemory{};
@@ -208,18 +209,23 @@ int64_t MemoryTracker::NextSeq() const {
 }
 
 void MemoryTracker::EnterScope(const std::string& name) {
-  TORCH_CHECK(!name.empty(), "expected a scope name, got an empty one");
+  TORCH_CHECK(!name.empty() && name.find('\0') == std::string::npos,
+              "expected a scope name without NUL characters, got '", name, "'");
   std::lock_guard<SpinLock> guard(lock_);
   if (!logging_) return;
   const auto [it, added] =
       scope_ids_.emplace(name, static_cast<uint32_t>(scope_ids_.size()));
   if (added) AppendScopeName(capture_, seq_, it->second, name);
   capture_.Append(RecordKind::kScopeEnter, seq_, it->second, 0);
+  ++open_scopes_;
 }
 
 void MemoryTracker::ExitScope() {
   std::lock_guard<SpinLock> guard(lock_);
-  if (logging_) capture_.Append(RecordKind::kScopeExit, seq_, 0, 0);
+  // A scope opened before the session began is not the file's to close.
+  if (!logging_ || open_scopes_ == 0) return;
+  capture_.Append(RecordKind::kScopeExit, seq_, 0, 0);
+  --open_scopes_;
 }
 
 ResolveResult MemoryTracker::Resolve(const void* ptr, Category category,

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
 namespace memprof {
@@ -117,8 +118,9 @@ TEST_F(MemoryTrackerTest, SessionSettlesPendingBlocksAndSkipsOlderOnes) {
 // nothing recorded outside a session.
 TEST_F(MemoryTrackerTest, ScopesAreRecordedAndReadBack) {
   tracker.EnterScope("outside.a.session");  // nothing to record
-  tracker.ExitScope();
   tracker.BeginSession();
+  tracker.ExitScope();  // opened before the session: not the file's
+  EXPECT_THROW(tracker.EnterScope(std::string("a\0b", 3)), c10::Error);
   tracker.SetPhase(Phase::kForward, 1);
   const std::string long_name = "model.layers.12.self_attn.rotary";
   tracker.EnterScope(long_name);
