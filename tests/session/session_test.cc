@@ -47,6 +47,19 @@ TEST_F(SessionTest, ProgramModelStateMeasuredAsPredictedToTheByte) {
   EXPECT_EQ(report.Of(Category::kUnattributed).end_bytes, 0);
   EXPECT_EQ(report.Of(Category::kUnattributed).allocated_bytes, 0);
   EXPECT_EQ(report.steps.size(), 4u);
+  // Its named scopes, in the order they opened; a program's have no
+  // prediction.
+  ASSERT_EQ(report.scopes.size(), 2u);
+  EXPECT_EQ(report.scopes[0].name, "fc1");
+  EXPECT_EQ(report.scopes[1].name, "fc2");
+  int64_t in_scopes = 0;
+  for (const ScopeReport& scope : report.scopes) {
+    EXPECT_GT(scope.activations_bytes, 0) << scope.name;
+    EXPECT_FALSE(scope.predicted_activations_bytes.has_value()) << scope.name;
+    in_scopes += scope.activations_bytes;
+  }
+  // Every activation is made inside one of the two scopes but the loss's.
+  EXPECT_LE(in_scopes, report.Of(Category::kActivations).peak_bytes);
   for (const char* file : {"summary.json", "report.md", "report.html",
                            "trace.json", "snapshot-0.json"}) {
     EXPECT_TRUE(std::filesystem::exists(dir_ / file)) << file;
