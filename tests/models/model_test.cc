@@ -326,7 +326,8 @@ TEST_P(ScopeActivations, EachBlockHoldsItsPredictedRowsToTheByte) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyConfigs, ScopeActivations,
-                         ::testing::Values(RunCase{"gpt-tiny", 2},
+                         ::testing::Values(RunCase{"mlp-tiny", 2},
+                                           RunCase{"gpt-tiny", 2},
                                            RunCase{"resnet-tiny", 2},
                                            RunCase{"llama-tiny", 2}),
                          CaseName);
