@@ -90,6 +90,18 @@ TEST_F(SessionTest, OutOfMemoryIsReportedWhereItHappened) {
       << run.output;
 }
 
+// The launcher's variables, inconsistent: the program's input, refused in
+// the API's terms (memprof::UsageError) naming the variable.
+TEST_F(SessionTest, InconsistentLauncherVariablesAreAUsageError) {
+  const CommandResult run = RunCommand(
+      "env -u MASTER_ADDR -u MASTER_PORT RANK=1 WORLD_SIZE=2 " +
+      std::string(MEMPROF_SESSION_PROGRAM) + " train " + dir_.string());
+  EXPECT_EQ(run.exit_code, 4) << run.output;
+  EXPECT_NE(run.output.find("usage: memprof::Session: "), std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("MASTER_ADDR"), std::string::npos) << run.output;
+}
+
 struct Misuse {
   const char* name;
   const char* expected;  // in the message
