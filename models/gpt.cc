@@ -1,6 +1,7 @@
 #include "models/gpt.h"
 
 #include "models/checkpoint.h"
+#include "models/scope_observer.h"
 
 #include <cmath>
 #include <limits>
@@ -84,15 +85,19 @@ torch::Tensor GptImpl::forward(const torch::Tensor& token_ids) {
   }
   const torch::Tensor causal_mask =
       torch::ones({t, t}, on.dtype(torch::kBool)).triu(/*diagonal=*/1);
-  for (const auto& module : *h_) {
-    GptBlockImpl* block = module->as<GptBlock>();
+  for (size_t i = 0; i < h_->size(); ++i) {
+    GptBlockImpl* block = h_[i]->as<GptBlock>();
+    const std::string scope = "h." + std::to_string(i);
     if (checkpoint_blocks_) {
       x = Checkpoint(
-          [block, causal_mask](const torch::Tensor& in, bool /*recomputing*/) {
+          [block, causal_mask, scope](const torch::Tensor& in,
+                                      bool /*recomputing*/) {
+            const ModelScope named(scope);
             return block->forward(in, causal_mask);
           },
           x);
     } else {
+      const ModelScope named(scope);
       x = block->forward(x, causal_mask);
     }
   }

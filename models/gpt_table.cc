@@ -153,11 +153,17 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
             "[4d, d]", lo);
     }
     t.SetBlock(first, static_cast<int32_t>(i));
+    // Its input (the first row) is the output of the block before it, or
+    // of the embeddings.
+    t.SetScope(first, "h." + std::to_string(i));
+    t.rows[first].scope = i == 0 ? "" : "h." + std::to_string(i - 1);
   }
   // Freed by their backward, before any block's (Note [Checkpointed
   // activations]).
   const size_t after_blocks = t.rows.size();
   t.Add("ln_f input (residual)", s, {b, T, d}, "[B, T, d]", f);
+  if (c.layers > 0)
+    t.SetScope(after_blocks, "h." + std::to_string(c.layers - 1));
   t.Add("ln_f mean", s, {b, T, 1}, "[B, T, 1]", f);
   t.Add("ln_f rstd", s, {b, T, 1}, "[B, T, 1]", f);
   t.Add(ln_out(0, "lm head"), s, {b, T, d}, "[B, T, d]", lo);

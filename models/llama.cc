@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "models/checkpoint.h"
+#include "models/scope_observer.h"
 
 namespace memprof {
 namespace F = torch::nn::functional;
@@ -151,15 +152,19 @@ torch::Tensor LlamaImpl::forward(const torch::Tensor& token_ids) {
   const torch::Tensor angles = torch::cat({freqs, freqs}, /*dim=*/-1);
   const torch::Tensor cos = angles.cos().to(x.scalar_type());
   const torch::Tensor sin = angles.sin().to(x.scalar_type());
-  for (const auto& module : *layers_) {
-    LlamaLayerImpl* layer = module->as<LlamaLayer>();
+  for (size_t i = 0; i < layers_->size(); ++i) {
+    LlamaLayerImpl* layer = layers_[i]->as<LlamaLayer>();
+    const std::string scope = "model.layers." + std::to_string(i);
     if (checkpoint_blocks_) {
       x = Checkpoint(
-          [layer, cos, sin](const torch::Tensor& in, bool /*recomputing*/) {
+          [layer, cos, sin, scope](const torch::Tensor& in,
+                                   bool /*recomputing*/) {
+            const ModelScope named(scope);
             return layer->forward(in, cos, sin);
           },
           x);
     } else {
+      const ModelScope named(scope);
       x = layer->forward(x, cos, sin);
     }
   }

@@ -198,6 +198,13 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
       }
     }
     t.SetBlock(first, static_cast<int32_t>(i));
+    // Its input (the first row, unless that is a float32 copy the layer
+    // makes) is the output of the layer before it, or of the embedding.
+    t.SetScope(first, "model.layers." + std::to_string(i));
+    if (checkpoint_blocks || !bf16) {
+      t.rows[first].scope =
+          i == 0 ? "" : "model.layers." + std::to_string(i - 1);
+    }
     if (dt.autocast) {
       // In autocast's cache only, until the forward ends: the biases'
       // copies, and the weights' in a checkpointed forward.
@@ -219,6 +226,10 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
   // activations]).
   const size_t after_layers = t.rows.size();
   add_norm("model.norm", s, true, {"lm_head"});
+  if (!bf16 && c.num_hidden_layers > 0) {  // its input: the last layer's output
+    t.rows[after_layers].scope =
+        "model.layers." + std::to_string(c.num_hidden_layers - 1);
+  }
   if (dt.autocast) {
     t.Add(std::string(c.tie_word_embeddings ? "model.embed_tokens.weight"
                                             : "lm_head.weight") +

@@ -1,5 +1,9 @@
 #include "models/mlp.h"
 
+#include <string>
+
+#include "models/scope_observer.h"
+
 namespace memprof {
 
 MlpImpl::MlpImpl(const MlpConfig& config) {
@@ -13,7 +17,17 @@ MlpImpl::MlpImpl(const MlpConfig& config) {
   register_module("layers", layers_);
 }
 
-torch::Tensor MlpImpl::forward(torch::Tensor x) { return layers_->forward(x); }
+// Hidden layer i, layers.2i (Linear) and its ReLU, runs in the scope named
+// as its Linear's parameters are; the output Linear in none.
+torch::Tensor MlpImpl::forward(torch::Tensor x) {
+  const size_t last = layers_->size() - 1;
+  for (size_t i = 0; i < last; i += 2) {
+    const ModelScope named("layers." + std::to_string(i));
+    x = layers_[i]->as<torch::nn::Linear>()->forward(x);
+    x = layers_[i + 1]->as<torch::nn::ReLU>()->forward(x);
+  }
+  return layers_[last]->as<torch::nn::Linear>()->forward(x);
+}
 
 MlpModel::MlpModel(const MlpConfig& config) : config_(config), mlp_(config) {}
 

@@ -50,11 +50,13 @@ SizeTable MlpSizeTable(const MlpConfig& c, int64_t b, Precision precision) {
     t.Add("input's bfloat16 copy (layers.0 input)", s, {b, c.input}, "[B, I]",
           dt.low);
     t.SetBlock(t.rows.size() - 1, 0);
+    if (c.depth > 0) t.SetScope(t.rows.size() - 1, "layers.0");
   }
   for (int64_t i = 0; i < c.depth; ++i) {
     t.Add("relu " + std::to_string(i) + " output", s, {b, c.hidden}, "[B, H]",
           dt.low);
     t.SetBlock(t.rows.size() - 1, static_cast<int32_t>(2 * i + 1));
+    t.SetScope(t.rows.size() - 1, "layers." + std::to_string(2 * i));
   }
   const size_t after_blocks = t.rows.size();
   t.Add("log_softmax output", s, {b, c.output}, "[B, O]", dt.state);

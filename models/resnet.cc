@@ -4,6 +4,7 @@
 
 #include "models/checkpoint.h"
 #include "models/resnet_table.h"
+#include "models/scope_observer.h"
 
 namespace memprof {
 namespace nn = torch::nn;
@@ -106,16 +107,21 @@ ResnetImpl::ResnetImpl(const ResnetConfig& c, bool checkpoint_blocks)
 torch::Tensor ResnetImpl::forward(const torch::Tensor& images) {
   torch::Tensor x = bn1_(conv1_(images)).relu_();
   x = torch::max_pool2d(x, /*kernel_size=*/3, /*stride=*/2, /*padding=*/1);
-  for (nn::Sequential& stage : stages_) {
+  for (size_t s = 0; s < stages_.size(); ++s) {
+    nn::Sequential& stage = stages_[s];
     for (size_t i = 0; i < stage->size(); ++i) {
       ResnetBlockImpl* block = stage->ptr(i)->as<ResnetBlock>();
+      const std::string scope =
+          "layer" + std::to_string(s + 1) + "." + std::to_string(i);
       if (checkpoint_blocks_) {
         x = Checkpoint(
-            [block](const torch::Tensor& in, bool recomputing) {
+            [block, scope](const torch::Tensor& in, bool recomputing) {
+              const ModelScope named(scope);
               return block->forward(in, /*update_statistics=*/!recomputing);
             },
             x);
       } else {
+        const ModelScope named(scope);
         x = block->forward(x);
       }
     }

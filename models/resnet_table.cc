@@ -190,6 +190,7 @@ void AddResnetSaved(SizeTable& t, const ResnetConfig& c, int64_t b,
   std::string in_terms = "w";
   int64_t side_in = res.pooled;
   int32_t block = 0;
+  std::string previous;  // the scope of the block before; "": the stem
   for (int stage = 0; stage < 4; ++stage) {
     const int64_t mw = int64_t{1} << stage;
     const int64_t width = c.width * mw;
@@ -248,6 +249,10 @@ void AddResnetSaved(SizeTable& t, const ResnetConfig& c, int64_t b,
         }
       }
       t.SetBlock(first, block);
+      t.SetScope(first, name);
+      // A checkpoint's kept input is the block before's output.
+      if (checkpoint_blocks) t.rows[first].scope = previous;
+      previous = name;
       ++block;
       in = out;
       in_terms = WidthTerms(mw * e);

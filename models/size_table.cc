@@ -107,6 +107,10 @@ void SizeTable::SetBlock(size_t first, int32_t block) {
   for (size_t r = first; r < rows.size(); ++r) rows[r].block = block;
 }
 
+void SizeTable::SetScope(size_t first, const std::string& scope) {
+  for (size_t r = first; r < rows.size(); ++r) rows[r].scope = scope;
+}
+
 int64_t SizeTable::Elements(RowKind kind) const {
   int64_t n = 0;
   for (const SizeRow& row : rows) {

@@ -95,6 +95,12 @@ struct SizeRow {
   static constexpr int32_t kEveryBlock = -1;
   static constexpr int32_t kNoBlock = INT32_MAX;
   static constexpr int32_t kForwardOnly = INT32_MIN;  // kWeightCast rows
+  // The named scope whose forward allocates the row: a block's
+  // parameter-name prefix ("h.3"), as the model names the scope it runs
+  // the block in (models/scope_observer.h); "": outside every block. It
+  // can differ from `block`: a block's input is saved by that block but
+  // allocated by the block before it.
+  std::string scope;
 
   // Both throw SizeOverflow past kMaxCountableBytes.
   int64_t Elements() const;
@@ -111,6 +117,9 @@ struct SizeTable {
   // The rows added since row `first` (rows.size() before them) belong to
   // `block` (SizeRow::block).
   void SetBlock(size_t first, int32_t block);
+  // The rows added since row `first` are allocated in scope `scope`
+  // (SizeRow::scope).
+  void SetScope(size_t first, const std::string& scope);
   int64_t Elements(RowKind kind) const;
   int64_t Bytes(RowKind kind) const;
   // Blocks whose backward is a predicted moment, 0 .. blocks - 1:

@@ -17,7 +17,10 @@
 namespace memprof {
 namespace {
 
-constexpr char kMagic[8] = {'M', 'P', 'C', 'A', 'P', 'T', '0', '2'};
+constexpr char kMagic[8] = {'M', 'P', 'C', 'A', 'P', 'T', '0', '3'};
+// The magic of files written before named scopes; read as well.
+constexpr char kMagicWithoutScopes[8] = {'M', 'P', 'C', 'A',
+                                         'P', 'T', '0', '2'};
 // magic, record bytes (u32), meta length (u32), begin_seq, begin_unix_us,
 // spilled windows (written as they are spilled).
 constexpr size_t kSpilledOffset = 32;
@@ -186,12 +189,14 @@ void CaptureReader::ReadHeader(const std::string& name) {
     std::memcpy(&meta_bytes, fixed + 12, 4);
   }
   if (n != static_cast<ssize_t>(sizeof fixed) ||
-      std::memcmp(fixed, kMagic, 8) != 0 || record_bytes != sizeof(Record) ||
+      (std::memcmp(fixed, kMagic, 8) != 0 &&
+       std::memcmp(fixed, kMagicWithoutScopes, 8) != 0) ||
+      record_bytes != sizeof(Record) ||
       meta_bytes > kCaptureHeaderBytes - kFixedHeaderBytes) {
     if (owned_) ::close(fd_);
     owned_ = false;
     throw InputError(name +
-                     ": not a memprof capture (no MPCAPT02 header with "
+                     ": not a memprof capture (no MPCAPT03 header with "
                      "32-byte records); give the capture-<r>.bin a run left "
                      "in its --out");
   }
@@ -337,6 +342,21 @@ bool CaptureReader::Next(Record& record, RecordKind& kind) {
   }
   done_ = true;
   return false;
+}
+
+bool AddScopeNameRecord(const Record& r, std::vector<std::string>& names) {
+  const uint64_t id = r.a & 0xffffffffu;
+  const uint64_t chunk = r.a >> 32;
+  if (chunk == 0) {
+    if (id != names.size()) return false;
+    names.emplace_back();
+  } else if (id + 1 != names.size() || names[id].size() != chunk * 8) {
+    return false;  // not the next 8 bytes of the newest name
+  }
+  char bytes[8];
+  std::memcpy(bytes, &r.b, 8);
+  names[id].append(bytes, strnlen(bytes, 8));
+  return true;
 }
 
 int OpenTemporaryFile() {

@@ -3,7 +3,7 @@
 // given).
 //
 // Note [Capture file]
-// A 4 KiB header (magic "MPCAPT02", record size, the session's first seq
+// A 4 KiB header (magic "MPCAPT03", record size, the session's first seq
 // and wall clock, the count of spilled windows, then a JSON text the
 // caller chose: the rank's context), a ring of two 1 MiB windows, then
 // the spilled windows, each 1 MiB, in order. Records are 32 bytes {seq, a,
@@ -12,6 +12,12 @@
 // folded into 56 bits below; it is written last, with a release store, so
 // a record whose check does not match its payload (a record the process
 // was killed while writing) is torn: the reader drops it and stops there.
+// Named scopes (Note [Named scopes] in lifetime_analysis.h) add three
+// kinds, none taking a seq: a scope's name, the first time the session
+// opens it (a = id | chunk << 32, b = 8 bytes of the name, zero-padded;
+// one record per 8 bytes, in order), its enter (a = id) and an exit (the
+// innermost open scope). A reader of "MPCAPT02" files (no scope records)
+// reads them as well.
 //
 // The writer keeps the header page and the ring mapped (MAP_SHARED) for
 // the whole session and appends into one ring window; when it is full it
@@ -52,7 +58,9 @@
 // file is bounded by its size.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,6 +77,9 @@ enum class RecordKind : uint8_t {
   kMark,
   kRefusal,
   kEnd,
+  kScopeName,
+  kScopeEnter,
+  kScopeExit,
 };
 
 struct Record {
@@ -124,13 +135,32 @@ inline uint64_t RecordCheck(RecordKind kind, int64_t seq, uint64_t a,
 inline uint8_t ValidKind(const Record& r) {
   const uint8_t kind = static_cast<uint8_t>(r.check >> 56);
   if (kind < static_cast<uint8_t>(RecordKind::kAlloc) ||
-      kind > static_cast<uint8_t>(RecordKind::kEnd)) {
+      kind > static_cast<uint8_t>(RecordKind::kScopeExit)) {
     return 0;
   }
   return r.check == RecordCheck(static_cast<RecordKind>(kind), r.seq, r.a, r.b)
              ? kind
              : 0;
 }
+
+// Appends the kScopeName records of scope `id`, named `name` (bytes up to
+// its first NUL), at `seq`.
+template <typename Writer>
+void AppendScopeName(Writer& writer, int64_t seq, uint32_t id,
+                     const std::string& name) {
+  for (size_t at = 0; at < name.size(); at += 8) {
+    uint64_t chunk = 0;
+    std::memcpy(&chunk, name.data() + at,
+                std::min<size_t>(8, name.size() - at));
+    writer.Append(RecordKind::kScopeName, seq,
+                  id | static_cast<uint64_t>(at / 8) << 32, chunk);
+  }
+}
+
+// Adds one kScopeName record to `names` (indexed by id). False when it
+// does not continue the name it belongs to, or starts a name out of turn
+// (ids are given 0, 1, 2... in order of first use).
+bool AddScopeNameRecord(const Record& r, std::vector<std::string>& names);
 
 // The file one session writes. Appends are not thread-safe (the tracker's
 // lock serializes them). Throws std::runtime_error naming the path.

@@ -228,6 +228,10 @@ Outline FirstPass(CaptureReader& reader, const std::string& name,
         out.end_seq = r.seq;
         out.end_ns = static_cast<int64_t>(r.b);
         break;
+      case RecordKind::kScopeName:
+      case RecordKind::kScopeEnter:
+      case RecordKind::kScopeExit:
+        break;  // the second pass's (Note [Named scopes])
     }
   }
   out.torn = reader.torn();
@@ -303,9 +307,34 @@ class SecondPass {
     Record r;
     RecordKind kind;
     while (reader.Next(r, kind)) {
+      if (kind == RecordKind::kScopeName) {
+        if (!AddScopeNameRecord(r, scope_names_)) {
+          Contradiction(reader, name, r, "names a scope out of turn");
+        }
+        continue;
+      }
+      if (kind == RecordKind::kScopeEnter) {
+        if (r.a >= scope_names_.size()) {
+          Contradiction(reader, name, r, "opens a scope never named");
+        }
+        EnterScope(static_cast<uint32_t>(r.a));
+        continue;
+      }
+      if (kind == RecordKind::kScopeExit) {
+        if (scope_stack_.empty()) {
+          Contradiction(reader, name, r, "closes a scope none opened");
+        }
+        ExitScope();
+        continue;
+      }
       if (kind == RecordKind::kMark) {
         if (opened) CloseSegment(r.seq, MarkOf(r).time_ns);
         mark_ = MarkOf(r);
+        if (mark_.phase == Phase::kBackward && !scopes_counted_ &&
+            mark_.step == out_.series_step && mark_.step >= 1) {
+          CountScopeActivations();
+          scopes_counted_ = true;
+        }
         OpenSegment();
         opened = true;
         for (CaptureSink* sink : sinks_) sink->OnMark(mark_, Kept(mark_.step));
@@ -417,8 +446,84 @@ class SecondPass {
     }
     if (mark_.step == out_.series_step && mark_.step >= 1) {
       series_.push_back(SeriesPoint{block.alloc_seq, now_});
+      ScopedAlloc(block);
     }
     for (CaptureSink* sink : sinks_) sink->OnAlloc(block);
+  }
+
+  // Note [Named scopes]: an opening of a scope in the step of the
+  // steady-state peak.
+  struct Opening {
+    uint32_t id = 0;
+    int32_t parent = -1;  // the enclosing opening; -1: none in the step
+    bool open = true;
+    int64_t temporaries_bytes = 0;  // live, allocated inside it
+  };
+
+  void EnterScope(uint32_t id) {
+    int32_t opening = -1;
+    if (mark_.step == out_.series_step && mark_.step >= 1) {
+      auto [it, added] = scope_index_.emplace(id, out_.scopes.size());
+      if (added) out_.scopes.push_back(ScopeFigures{scope_names_[id], 0, 0});
+      opening = static_cast<int32_t>(openings_.size());
+      openings_.push_back(Opening{id, Innermost(), true, 0});
+    }
+    scope_stack_.push_back(opening);
+  }
+
+  void ExitScope() {
+    if (scope_stack_.back() >= 0) openings_[scope_stack_.back()].open = false;
+    scope_stack_.pop_back();
+  }
+
+  // The innermost opening in the step, -1 when none.
+  int32_t Innermost() const {
+    for (auto it = scope_stack_.rbegin(); it != scope_stack_.rend(); ++it) {
+      if (*it >= 0) return *it;
+    }
+    return -1;
+  }
+
+  void ScopedAlloc(const Lifetime& block) {
+    const int32_t innermost = Innermost();
+    if (innermost < 0) return;
+    scoped_[block.address] = innermost;
+    if (block.category != Category::kTemporaries) return;
+    for (int32_t o = innermost; o >= 0; o = openings_[o].parent) {
+      Opening& opening = openings_[o];
+      opening.temporaries_bytes += block.bytes;
+      ScopeFigures& figures = out_.scopes[scope_index_.at(opening.id)];
+      figures.temporaries_peak_bytes =
+          std::max(figures.temporaries_peak_bytes, opening.temporaries_bytes);
+    }
+  }
+
+  void ScopedFree(const Lifetime& block) {
+    const auto it = scoped_.find(block.address);
+    if (it == scoped_.end()) return;
+    if (block.category == Category::kTemporaries) {
+      for (int32_t o = it->second; o >= 0; o = openings_[o].parent) {
+        if (openings_[o].open) openings_[o].temporaries_bytes -= block.bytes;
+      }
+    }
+    scoped_.erase(it);
+  }
+
+  // The step's backward begins: its scopes' activations, each block once
+  // per scope name.
+  void CountScopeActivations() {
+    std::vector<uint32_t> names;
+    for (const auto& [address, innermost] : scoped_) {
+      const Lifetime& block = live_.at(address);
+      if (block.category != Category::kActivations) continue;
+      names.clear();
+      for (int32_t o = innermost; o >= 0; o = openings_[o].parent) {
+        const uint32_t id = openings_[o].id;
+        if (std::find(names.begin(), names.end(), id) != names.end()) continue;
+        names.push_back(id);
+        out_.scopes[scope_index_.at(id)].activations_bytes += block.bytes;
+      }
+    }
   }
 
   void Freed(const Lifetime& block) {
@@ -426,6 +531,7 @@ class SecondPass {
     now_[c] -= block.bytes;
     total_ -= block.bytes;
     out_.stats[c].freed += block.bytes;
+    ScopedFree(block);
     if (mark_.step == out_.series_step && mark_.step >= 1) {
       series_.push_back(SeriesPoint{block.free_seq, now_});
     }
@@ -443,6 +549,14 @@ class SecondPass {
   Breakdown now_{};
   int64_t total_ = 0;
   std::vector<SeriesPoint> series_;
+  // Note [Named scopes]
+  std::vector<std::string> scope_names_;  // by id
+  std::vector<int32_t> scope_stack_;      // open scopes: openings_ or -1
+  std::vector<Opening> openings_;         // the step's, in order
+  std::unordered_map<uint32_t, size_t> scope_index_;  // id -> out_.scopes
+  // Live blocks allocated in the step inside an opening: its innermost.
+  std::unordered_map<uint64_t, int32_t> scoped_;
+  bool scopes_counted_ = false;  // the step's backward began
 };
 
 // Each category's current bytes, and the totals over categories.

@@ -46,6 +46,24 @@
 // last mark is a forward (the phase rule backward would have applied, as
 // at an out-of-memory refusal) and unattributed otherwise; end_ns is the
 // last mark's time.
+//
+// Note [Named scopes]
+// A program names stretches of its loop (MemoryTracker::EnterScope, a
+// model's blocks: "h.3"); scopes nest. Their figures are taken over one
+// step, the step of the steady-state peak (Analysis::series_step), and
+// only for the scopes opened in it. A block belongs to every scope open
+// at its allocation, by seq, whatever thread allocated it (as the phase
+// rule goes by seq), so an outer scope's figures include its inner ones'
+// (a scope opened twice in one chain counts a block once): a table of
+// nested scopes reads like inclusive time, and its rows need not sum to a
+// category's total. Per scope name:
+//   activations_bytes: the blocks allocated inside it in that step whose
+//     final category is activations, live when the step's backward begins
+//     (a checkpointed block's rerun, inside backward, adds nothing);
+//   temporaries_peak_bytes: over each opening of it in that step, the
+//     highest live bytes of the temporaries allocated inside that opening,
+//     while it is open; the largest over its openings.
+// A scope left open when the capture ends (a killed rank) is closed there.
 #pragma once
 
 #include <array>
@@ -66,6 +84,13 @@ struct PeakPoint {
   Phase phase = Phase::kIdle;
   int32_t step = 0;
   Breakdown bytes{};
+};
+
+// A named scope's figures (Note [Named scopes]).
+struct ScopeFigures {
+  std::string name;
+  int64_t activations_bytes = 0;
+  int64_t temporaries_peak_bytes = 0;
 };
 
 // Every step's peak, kept or not.
@@ -152,6 +177,9 @@ struct Analysis {
   // event, thinned to kMaxSeriesPoints.
   int32_t series_step = 0;  // 0: no steady-state peak
   std::vector<SeriesPoint> series;
+  // The scopes opened in series_step, in the order of their first opening
+  // (Note [Named scopes]).
+  std::vector<ScopeFigures> scopes;
   int64_t allocations = 0;
   // Module buffers live at the end (kFlagBuffer), inside weights.
   int64_t buffer_bytes = 0;

@@ -172,6 +172,8 @@ void MemoryTracker::BeginSession(const std::string& capture_path,
   mark_ = PhaseMark{seq_, Phase::kIdle, 0, 0};
   AppendMarkLocked();
   begin_unix_us_ = unix_us;
+  scope_ids_.clear();
+  open_scopes_ = 0;
   session_current_ = 0;
   highest_seen_bytes_ = 0;
   out_of_memory_ = OutOfMemory{};
@@ -204,6 +206,26 @@ int64_t MemoryTracker::SetPhase(Phase phase, int32_t step) {
 int64_t MemoryTracker::NextSeq() const {
   std::lock_guard<SpinLock> guard(lock_);
   return seq_;
+}
+
+void MemoryTracker::EnterScope(const std::string& name) {
+  TORCH_CHECK(!name.empty() && name.find('\0') == std::string::npos,
+              "expected a scope name without NUL characters, got '", name, "'");
+  std::lock_guard<SpinLock> guard(lock_);
+  if (!logging_) return;
+  const auto [it, added] =
+      scope_ids_.emplace(name, static_cast<uint32_t>(scope_ids_.size()));
+  if (added) AppendScopeName(capture_, seq_, it->second, name);
+  capture_.Append(RecordKind::kScopeEnter, seq_, it->second, 0);
+  ++open_scopes_;
+}
+
+void MemoryTracker::ExitScope() {
+  std::lock_guard<SpinLock> guard(lock_);
+  // A scope opened before the session began is not the file's to close.
+  if (!logging_ || open_scopes_ == 0) return;
+  capture_.Append(RecordKind::kScopeExit, seq_, 0, 0);
+  --open_scopes_;
 }
 
 ResolveResult MemoryTracker::Resolve(const void* ptr, Category category,
@@ -304,9 +326,5 @@ MemoryTracker::Progress MemoryTracker::SessionProgress() {
   return Progress{mark_.step, mark_.phase, session_current_,
                   highest_seen_bytes_};
 }
-
-// TEMPORARY until the scopes branch lands: nothing recorded.
-void MemoryTracker::EnterScope(const std::string&) {}
-void MemoryTracker::ExitScope() {}
 
 }  // namespace memprof

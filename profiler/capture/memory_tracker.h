@@ -56,6 +56,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "profiler/base/category.h"
@@ -160,10 +161,11 @@ class MemoryTracker {
   int64_t SetPhase(Phase phase, int32_t step);
   // The seq the next event takes.
   int64_t NextSeq() const;
-  // A named scope opens (the caller's full name, not empty) or the
-  // innermost open one closes: recorded at the seq the next event takes
-  // (Note [Named scopes] in lifetime_analysis.h). Loop thread, cold; scopes
-  // nest. Outside a session, nothing is recorded.
+  // A named scope opens (the caller's full name: not empty, no NUL; else
+  // c10::Error) or the innermost open one closes: recorded at the seq the
+  // next event takes (Note [Named scopes] in lifetime_analysis.h). Loop
+  // thread, cold; scopes nest. Outside a session nothing is recorded, nor
+  // the close of a scope opened before it began.
   void EnterScope(const std::string& name);
   void ExitScope();
   // The session's live bytes may not exceed `bytes` (0: no limit). Kept
@@ -273,6 +275,10 @@ class MemoryTracker {
   OutOfMemory out_of_memory_;
   PhaseMark mark_;           // the mark in force
   std::vector<Slot> table_;  // linear probing
+  // The session's scope names, by the id their records carry, and the
+  // scopes its file has open.
+  std::unordered_map<std::string, uint32_t> scope_ids_;
+  int64_t open_scopes_ = 0;
 };
 
 // The fast paths below leave every uncommon case (a contended lock, the

@@ -334,6 +334,12 @@ CheckReport CompareWithBaseline(const Baseline& baseline,
                          config["model"].is_string()
                      ? config["model"].get<std::string>()
                      : "model";
+  // A program's run is named by its program's name.
+  if (report.model == "program" && config.contains("program") &&
+      config["program"].is_object() &&
+      config["program"].value("name", "").size() > 0) {
+    report.model = "program " + config["program"].value("name", "");
+  }
   report.world_size = baseline.run.context.world_size;
   report.baseline_parameters = baseline.run.context.parameters;
   report.now_parameters = now.context.parameters;

@@ -126,6 +126,12 @@ std::optional<Headline> HeadlineOf(const RunView& view) {
     }
   }
   const RunConfig& run = busiest->context.config;
+  // A program's own model has no size table to price a lever with: the
+  // headline names the peak and its largest part alone.
+  if (run.model == "program") {
+    h.levers_priced = false;
+    return h;
+  }
   const int64_t micro_batch = busiest->micro_batch;
   h.predicted_peak_bytes = PredictedPeakAt(run, micro_batch);
   for (const Candidate& lever : CandidatesFor(h.dominant, run, micro_batch)) {
@@ -149,6 +155,11 @@ std::string HeadlineSentence(const Headline& h) {
                     std::to_string(h.step) + "; the largest part is " +
                     dominant + ", " + HumanBytes(h.dominant_bytes) + " (" +
                     Percent(h.dominant_bytes, h.peak_bytes) + "). ";
+  if (!h.levers_priced) {
+    return out +
+           "memprof prices its levers for its built-in models only, not for "
+           "a program's own.";
+  }
   if (h.lever.empty()) {
     return out + "No lever memprof runs cuts " + dominant +
            " in this configuration" +

@@ -38,9 +38,11 @@ struct Headline {
   Category dominant = Category::kWeights;
   int64_t dominant_bytes = 0;
   int64_t predicted_peak_bytes = 0;  // the run's, busiest rank
-  std::string lever;                 // empty: none cuts the peak
-  std::string lever_flags;           // "--ddp.zero_stage 1"
-  int64_t lever_peak_bytes = 0;      // predicted, busiest rank
+  // false: a program's own model, whose levers memprof cannot price.
+  bool levers_priced = true;
+  std::string lever;             // empty: none cuts the peak
+  std::string lever_flags;       // "--ddp.zero_stage 1"
+  int64_t lever_peak_bytes = 0;  // predicted, busiest rank
 };
 
 // Empty when no rank completed a steady-state step.

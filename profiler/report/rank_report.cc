@@ -52,6 +52,21 @@ Json CheckpointingJson(const std::optional<CheckpointingFigures>& c) {
               {"predicted_held_bytes", c->predicted_held_bytes}};
 }
 
+Json ScopesJson(const std::vector<ScopeReport>& scopes) {
+  Json out = Json::array();
+  for (const ScopeReport& s : scopes) {
+    Json predicted = nullptr;
+    if (s.predicted_activations_bytes) {
+      predicted = *s.predicted_activations_bytes;
+    }
+    out.push_back(Json{{"name", s.name},
+                       {"activations_bytes", s.activations_bytes},
+                       {"temporaries_peak_bytes", s.temporaries_peak_bytes},
+                       {"predicted_activations_bytes", predicted}});
+  }
+  return out;
+}
+
 Json PostMortemJson(const std::optional<PostMortemFigures>& p) {
   if (!p) return nullptr;
   return Json{{"killed_by", p->killed_by},
@@ -314,6 +329,7 @@ Json ToJson(const RankReport& r, bool with_steps) {
       {"cuda_run", CudaRunJson(r.cuda_run)},
       {"zero", ZeroJson(r.zero)},
       {"checkpointing", CheckpointingJson(r.checkpointing)},
+      {"scopes", ScopesJson(r.scopes)},
   };
 }
 

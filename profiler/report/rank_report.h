@@ -100,6 +100,18 @@ struct CheckpointingFigures {
   int64_t predicted_held_bytes = 0;  // the table's kSaved rows
 };
 
+// scopes[] (since memprof.rank/1.10): a named scope's figures over the
+// steady-state peak's step (Note [Named scopes] in
+// profiler/capture/lifetime_analysis.h).
+struct ScopeReport {
+  std::string name;
+  int64_t activations_bytes = 0;
+  int64_t temporaries_peak_bytes = 0;
+  // The size table's rows the scope's forward saves; nullopt: no table, or
+  // none for this scope.
+  std::optional<int64_t> predicted_activations_bytes;
+};
+
 struct StepReport {
   int step = 0;  // 1..K
   bool steady_state = false;
@@ -241,6 +253,9 @@ struct RankReport {
   // checkpointing (since memprof.rank/1.5): activation checkpointing's
   // figures. Absent without it.
   std::optional<CheckpointingFigures> checkpointing;
+  // The scopes opened in the steady-state peak's step, in order of first
+  // opening; empty when none was.
+  std::vector<ScopeReport> scopes;
 
   const CategoryFigures& Of(Category c) const { return categories[Index(c)]; }
 };

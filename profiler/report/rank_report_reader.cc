@@ -76,6 +76,9 @@ class RankReportReader {
           r_.Bytes(object, "checkpointing", "predicted_held_bytes");
       out.checkpointing = figures;
     }
+    if (doc.contains("scopes")) {  // since 1.10
+      out.scopes = Scopes(r_.Array(doc, "", "scopes"));
+    }
     return out;
   }
 
@@ -144,6 +147,7 @@ class RankReportReader {
   FitAnswer Fit(const Json& fit, int64_t limit_bytes) const;
   OutOfMemoryFigures OutOfMemory(const Json& oom) const;
   std::vector<TimelineSegment> Timeline(const Json& timeline) const;
+  std::vector<ScopeReport> Scopes(const Json& scopes) const;
   LiveSeries Series(const Json& series) const;
   HookFigures Hook(const Json& hook) const;
   CudaReplay Replay(const Json& replay) const;
@@ -497,6 +501,25 @@ std::vector<TimelineSegment> RankReportReader::Timeline(
     seg.peak_breakdown = BreakdownOf(s, where, "peak_breakdown");
     seg.end_bytes = BreakdownOf(s, where, "end_bytes");
     out.push_back(seg);
+  }
+  return out;
+}
+
+std::vector<ScopeReport> RankReportReader::Scopes(const Json& scopes) const {
+  std::vector<ScopeReport> out;
+  for (size_t i = 0; i < scopes.size(); ++i) {
+    const std::string where = JsonElement("scopes", i);
+    const Json& s = r_.ObjectAt(scopes, "scopes", i);
+    ScopeReport scope;
+    scope.name = r_.String(s, where, "name");
+    if (scope.name.empty()) r_.Fail(JsonPath(where, "name"), "empty");
+    scope.activations_bytes = r_.Bytes(s, where, "activations_bytes");
+    scope.temporaries_peak_bytes = r_.Bytes(s, where, "temporaries_peak_bytes");
+    if (!r_.Member(s, where, "predicted_activations_bytes").is_null()) {
+      scope.predicted_activations_bytes =
+          r_.Bytes(s, where, "predicted_activations_bytes");
+    }
+    out.push_back(scope);
   }
   return out;
 }

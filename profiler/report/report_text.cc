@@ -15,6 +15,7 @@
 #include "profiler/report/gpu_tables.h"
 #include "profiler/report/headline.h"
 #include "profiler/report/rank_outcome.h"
+#include "profiler/report/scope_table.h"
 #include "profiler/report/summary.h"
 
 namespace memprof {
@@ -504,6 +505,9 @@ ReportText BuildReportText(const RunView& view) {
   if (stepped) text.tables.push_back(StepsTable(view));
   for (ReportTable table : GpuTables(view)) {
     text.tables.push_back(std::move(table));
+  }
+  if (std::optional<ReportTable> table = ScopeTable(view)) {
+    text.tables.push_back(std::move(*table));
   }
   for (const RedundancyFigures& entry : first.redundancy) {
     text.redundancy.push_back(RedundancySentence(entry, view.world_size));

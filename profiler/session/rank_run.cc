@@ -6,6 +6,7 @@
 #include "profiler/capture/cuda_replay.h"
 #include "profiler/predict/cuda_prediction.h"
 #include "profiler/predict/fit.h"
+#include "profiler/predict/scope_prediction.h"
 
 namespace memprof {
 namespace {
@@ -51,6 +52,25 @@ std::optional<CheckpointingFigures> CheckpointingOf(const RankRun& run) {
   c.predicted_held_bytes =
       run.prediction.early_backward.bytes[Index(Category::kActivations)];
   return c;
+}
+
+// The measured scopes (Note [Named scopes]), each beside the size table's
+// prediction for it when the table names it.
+std::vector<ScopeReport> ScopesOf(const RankRun& run) {
+  const std::vector<ScopePrediction> predicted =
+      PredictScopes(run.prediction.table);
+  std::vector<ScopeReport> scopes;
+  for (const ScopeFigures& measured : run.analysis.scopes) {
+    ScopeReport scope{measured.name, measured.activations_bytes,
+                      measured.temporaries_peak_bytes, std::nullopt};
+    for (const ScopePrediction& p : predicted) {
+      if (p.name == measured.name) {
+        scope.predicted_activations_bytes = p.activations_bytes;
+      }
+    }
+    scopes.push_back(std::move(scope));
+  }
+  return scopes;
 }
 
 // Every step: its record from the loop, or, for a rank recovered from its
@@ -179,6 +199,7 @@ RankReport ReportOf(const RankRun& run) {
   r.redundancy = RedundancyOf(run);
   r.zero = ZeroOf(run);
   r.checkpointing = CheckpointingOf(run);
+  r.scopes = ScopesOf(run);
   r.out_of_memory = OutOfMemoryOf(run);
   r.timeline = TimelineOf(a);
   r.series = SeriesOf(a);

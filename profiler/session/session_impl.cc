@@ -138,10 +138,20 @@ SessionImpl::SessionImpl(SessionOptions options, SessionSetup setup)
     if (setup_.rank >= 0) {
       run_.rank = setup_.rank;
       run_.world_size = setup_.world_size;
-    } else if (const auto topology = TopologyFromEnvironment()) {
-      run_.rank = topology->rank;
-      run_.world_size = topology->world_size;
-      local_rank = topology->local_rank;
+    } else {
+      std::optional<RankTopology> topology;
+      try {
+        topology = TopologyFromEnvironment();
+      } catch (const InputError& e) {
+        // The launcher's variables are the program's input: its error, in
+        // the API's terms.
+        throw UsageError(std::string("memprof::Session: ") + e.what());
+      }
+      if (topology) {
+        run_.rank = topology->rank;
+        run_.world_size = topology->world_size;
+        local_rank = topology->local_rank;
+      }
     }
     run_.device = setup_.config ? setup_.config->train.device : options_.device;
     if (run_.device != "cpu" && run_.device != "cuda") {

@@ -15,6 +15,7 @@
 #include "models/autocast_region.h"
 #include "models/checkpoint.h"
 #include "models/model.h"
+#include "models/scope_observer.h"
 #include "profiler/base/zero_partition.h"
 #include "profiler/capture/memory_tracker.h"
 #include "profiler/session/attribution.h"
@@ -57,7 +58,7 @@ void ZeroGrad(const std::vector<torch::Tensor>& params, bool set_to_none) {
 // One rank's run, phase by phase, marked through memprof::Session as a
 // program would mark its own loop. The objects that hold memory are
 // members so that what they hold is still live when the session ends.
-class RankTrainer final : public RecomputeObserver {
+class RankTrainer final : public RecomputeObserver, public ScopeObserver {
  public:
   RankTrainer(const RunConfig& config, ProcessGroup& group, Session& session,
               int cuda_device)
@@ -70,8 +71,12 @@ class RankTrainer final : public RecomputeObserver {
                     : torch::Device(torch::kCPU)),
         autocast_{config.train.dtype == "bf16-autocast", torch::kBFloat16} {
     SetRecomputeObserver(this);
+    SetScopeObserver(this);
   }
-  ~RankTrainer() override { SetRecomputeObserver(nullptr); }
+  ~RankTrainer() override {
+    SetRecomputeObserver(nullptr);
+    SetScopeObserver(nullptr);
+  }
   RankTrainer(const RankTrainer&) = delete;
   RankTrainer& operator=(const RankTrainer&) = delete;
 
@@ -79,6 +84,13 @@ class RankTrainer final : public RecomputeObserver {
   // activations] in profiler/session/session_impl.cc).
   void BeginRecompute() override { recompute_.emplace(session_.Recompute()); }
   void EndRecompute() override { recompute_.reset(); }
+
+  // The models' block scopes (Note [Named scopes]), as a program opens its
+  // own: session.Scope(name).
+  void EnterScope(const std::string& name) override {
+    scopes_.push_back(session_.Scope(name));
+  }
+  void ExitScope() override { scopes_.pop_back(); }
 
   // Model, DDP and optimizer (phases model_init, ddp_init).
   void SetUp() {
@@ -270,6 +282,7 @@ class RankTrainer final : public RecomputeObserver {
   const AutocastState autocast_;
   double exchange_seconds_ = 0;  // this step's (Note [Parameter exchange])
   std::optional<Session::PhaseScope> recompute_;
+  std::vector<Session::NamedScope> scopes_;  // open, innermost last
   std::unique_ptr<TrainableModel> model_;
   std::vector<torch::Tensor> params_;
   std::unique_ptr<DdpEngine> ddp_;

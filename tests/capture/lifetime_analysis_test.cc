@@ -6,6 +6,7 @@
 #include <set>
 #include <vector>
 
+#include "profiler/base/errors.h"
 #include "tests/capture/lifetime_block.h"
 
 namespace memprof {
@@ -184,6 +185,92 @@ TEST(Analyze, KeepsTheDetailOfTheKeptStepsAndEveryStepsPeak) {
 
 // Note [Killed capture]: without its end record the capture ends after
 // its last record; what was pending in the forward then is activations.
+// Note [Named scopes], on a hand-made session whose steady-state peak is
+// step 2 (weights 1000 at set-up):
+//   step 1: "early" scope: act 10 (seq 2)
+//   step 2 forward:
+//     block.0    act 100 (seq 20)          tmp 10 (21, freed 22)
+//       block.0.attn  act 40 (23)  tmp 7 (24, freed 26)
+//                     tmp 5 (25, freed 27: another thread's, at a seq
+//                     inside the scope)
+//     block.0 (attn closed at 26)  tmp 20 (28, freed 29)
+//                     act 8 (30, freed 31: before backward)
+//     block.1    act 60 (32)  tmp 3 (33, freed 50: after the scope)
+//     outside    act 9 (34)
+//   step 2 backward (35): block.1 again: act 11 (36, freed 38: after
+//     backward began), tmp 30 (37, freed 39)
+Capture ScopedSteps() {
+  using C = Category;
+  return WriteCapture(
+      {Block(0, kLive, 1000, C::kWeights), Block(2, 5, 10, C::kActivations),
+       Block(20, 40, 100, C::kActivations), Block(21, 22, 10, C::kTemporaries),
+       Block(23, 41, 40, C::kActivations), Block(24, 26, 7, C::kTemporaries),
+       Block(25, 27, 5, C::kTemporaries), Block(28, 29, 20, C::kTemporaries),
+       Block(30, 31, 8, C::kActivations), Block(32, 45, 60, C::kActivations),
+       Block(33, 50, 3, C::kTemporaries), Block(34, 46, 9, C::kActivations),
+       Block(36, 38, 11, C::kActivations), Block(37, 39, 30, C::kTemporaries)},
+      {{0, Phase::kModelInit, 0},
+       {1, Phase::kForward, 1},
+       {4, Phase::kBackward, 1},
+       {20, Phase::kForward, 2},
+       {35, Phase::kBackward, 2},
+       {51, Phase::kIdle, 0}},
+      0, 51, "", true,
+      {{2, "early"},
+       {3, ""},
+       {20, "block.0"},
+       {23, "block.0.attn"},
+       {26, ""},
+       {32, ""},
+       {32, "block.1"},
+       {34, ""},
+       {36, "block.1"},
+       {38, ""}});
+}
+
+TEST(Analyze, ScopesCountTheirBlocksInTheSteadyPeaksStep) {
+  const Analysis a = Analyze(ScopedSteps());
+  ASSERT_EQ(a.series_step, 2);
+  ASSERT_EQ(a.scopes.size(), 3u);  // "early" was opened in step 1 only
+  EXPECT_EQ(a.scopes[0].name, "block.0");
+  EXPECT_EQ(a.scopes[1].name, "block.0.attn");
+  EXPECT_EQ(a.scopes[2].name, "block.1");
+  // Every open scope counts a block: block.0 holds its inner scope's 40.
+  EXPECT_EQ(a.scopes[0].activations_bytes, 100 + 40);
+  EXPECT_EQ(a.scopes[1].activations_bytes, 40);
+  // Not the 11 its reopening in backward allocated.
+  EXPECT_EQ(a.scopes[2].activations_bytes, 60);
+  // The other thread's 5 counts by its seq; the 7 freed after attn closed
+  // still leaves block.0's count.
+  EXPECT_EQ(a.scopes[1].temporaries_peak_bytes, 7 + 5);
+  EXPECT_EQ(a.scopes[0].temporaries_peak_bytes, 20);
+  // The larger of its two openings (3, then 30).
+  EXPECT_EQ(a.scopes[2].temporaries_peak_bytes, 30);
+}
+
+// A rank killed inside a scope: the capture still reads, the scope closed
+// at its end.
+TEST(Analyze, AKilledCaptureInsideAScopeStillReads) {
+  const Capture capture = WriteCapture(
+      {Block(0, kLive, 100, Category::kWeights),
+       Block(2, kLive, 40, Category::kActivations)},
+      {{0, Phase::kModelInit, 0}, {1, Phase::kForward, 1}}, 0, 3, "",
+      /*ended=*/false, {{1, "h.0"}});
+  const Analysis a = Analyze(capture);
+  EXPECT_TRUE(a.killed);
+  ASSERT_EQ(a.scopes.size(), 1u);
+  EXPECT_EQ(a.scopes[0].name, "h.0");
+  EXPECT_EQ(a.scopes[0].activations_bytes, 0);  // backward never began
+}
+
+TEST(Analyze, AScopeClosedButNeverOpenedIsADamagedCapture) {
+  const Capture capture =
+      WriteCapture({Block(1, 2, 8, Category::kTemporaries)},
+                   {{0, Phase::kIdle, 0}, {1, Phase::kForward, 1}}, 0, 3, "",
+                   true, {{1, ""}});
+  EXPECT_THROW(Analyze(capture), InputError);
+}
+
 TEST(Analyze, AKilledCaptureEndsAtItsLastRecord) {
   const Capture capture =
       WriteCapture({Block(0, kLive, 100, Category::kWeights),

@@ -24,17 +24,25 @@ inline Lifetime Block(int64_t alloc, int64_t free, int64_t bytes, Category c,
   return life;
 }
 
+// A scope opens (`name`) or the innermost closes ("") before the event at
+// `seq`, after the marks at it.
+struct ScopeEvent {
+  int64_t seq = 0;
+  std::string name;
+};
+
 // Writes the capture file a tracker would have written for these blocks
 // (final categories) and marks: each alloc, then the block's category by
 // ownership (none for a temporary or an unattributed block: they stay
 // pending), each free, the marks before the events at their seq, and the
 // end record. A block with address 0 gets a distinct one. `path` "": an
 // unnamed temporary file; `ended` false leaves the end record out (a
-// killed rank's file).
+// killed rank's file). `scopes` in seq order.
 inline Capture WriteCapture(std::vector<Lifetime> blocks,
                             const std::vector<PhaseMark>& marks,
                             int64_t begin_seq, int64_t end_seq,
-                            const std::string& path = "", bool ended = true) {
+                            const std::string& path = "", bool ended = true,
+                            const std::vector<ScopeEvent>& scopes = {}) {
   for (size_t i = 0; i < blocks.size(); ++i) {
     if (blocks[i].address == 0) blocks[i].address = 0x10000 + 0x100 * i;
   }
@@ -44,11 +52,31 @@ inline Capture WriteCapture(std::vector<Lifetime> blocks,
   const auto tag = [](const Lifetime& b, Category c, uint8_t flags) {
     return Tag(b.bytes, c, flags);
   };
+  size_t s = 0;
+  std::map<std::string, uint32_t> scope_ids;
+  // The marks and scope events at or before `seq`, in seq order (a mark
+  // first at a tie).
   const auto marks_until = [&](int64_t seq) {
-    for (; m < marks.size() && marks[m].seq <= seq; ++m) {
-      const PhaseMark& k = marks[m];
-      writer.Append(RecordKind::kMark, k.seq, MarkWord(k.phase, k.step),
-                    static_cast<uint64_t>(k.time_ns));
+    while (true) {
+      const bool mark = m < marks.size() && marks[m].seq <= seq;
+      const bool scope = s < scopes.size() && scopes[s].seq <= seq;
+      if (mark && (!scope || marks[m].seq <= scopes[s].seq)) {
+        const PhaseMark& k = marks[m++];
+        writer.Append(RecordKind::kMark, k.seq, MarkWord(k.phase, k.step),
+                      static_cast<uint64_t>(k.time_ns));
+      } else if (scope) {
+        const ScopeEvent& e = scopes[s++];
+        if (e.name.empty()) {
+          writer.Append(RecordKind::kScopeExit, e.seq, 0, 0);
+          continue;
+        }
+        const auto [it, added] =
+            scope_ids.emplace(e.name, static_cast<uint32_t>(scope_ids.size()));
+        if (added) AppendScopeName(writer, e.seq, it->second, e.name);
+        writer.Append(RecordKind::kScopeEnter, e.seq, it->second, 0);
+      } else {
+        return;
+      }
     }
   };
   std::map<int64_t, std::vector<const Lifetime*>> at;  // events by seq

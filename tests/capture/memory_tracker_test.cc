@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
 namespace memprof {
@@ -110,6 +111,41 @@ TEST_F(MemoryTrackerTest, SessionSettlesPendingBlocksAndSkipsOlderOnes) {
   EXPECT_EQ(lives[1].free_seq, kLive);
   EXPECT_EQ(Analyze(capture).segments.size(), 2u);  // the marks
   tracker.RecordFree(Fake(22));
+}
+
+// Note [Named scopes]: the tracker's scope records, read back by the
+// analysis: a long name (several name records), a scope opened twice, and
+// nothing recorded outside a session.
+TEST_F(MemoryTrackerTest, ScopesAreRecordedAndReadBack) {
+  tracker.EnterScope("outside.a.session");  // nothing to record
+  tracker.BeginSession();
+  tracker.ExitScope();  // opened before the session: not the file's
+  EXPECT_THROW(tracker.EnterScope(std::string("a\0b", 3)), c10::Error);
+  tracker.SetPhase(Phase::kForward, 1);
+  const std::string long_name = "model.layers.12.self_attn.rotary";
+  tracker.EnterScope(long_name);
+  tracker.RecordAlloc(Fake(30), 64);  // live at backward: activations
+  tracker.EnterScope("inner");
+  tracker.RecordAlloc(Fake(31), 16);
+  tracker.RecordFree(Fake(31));  // freed in its scope: temporaries
+  tracker.ExitScope();
+  tracker.ExitScope();
+  const int64_t backward = tracker.SetPhase(Phase::kBackward, 1);
+  tracker.ResolvePendingSince(0, Category::kActivations);
+  (void)backward;
+  tracker.EnterScope(long_name);
+  tracker.RecordAlloc(Fake(32), 8);
+  tracker.RecordFree(Fake(32));
+  tracker.ExitScope();
+  tracker.RecordFree(Fake(30));
+  const Analysis a = Analyze(tracker.EndSession());
+  ASSERT_EQ(a.scopes.size(), 2u);
+  EXPECT_EQ(a.scopes[0].name, long_name);
+  EXPECT_EQ(a.scopes[0].activations_bytes, 64);
+  EXPECT_EQ(a.scopes[0].temporaries_peak_bytes, 16);
+  EXPECT_EQ(a.scopes[1].name, "inner");
+  EXPECT_EQ(a.scopes[1].activations_bytes, 0);
+  EXPECT_EQ(a.scopes[1].temporaries_peak_bytes, 16);
 }
 
 TEST_F(MemoryTrackerTest, ConcurrentThreadsLoseNoBlock) {

@@ -25,6 +25,7 @@ PENDING = 9
 PHASES = ["idle", "model_init", "ddp_init", "inputs", "forward", "backward",
           "optimizer", "zero_grad", "audit"]
 ALLOC, FREE, RESOLVE, PENDING_SINCE, MARK, REFUSAL, END = range(1, 8)
+SCOPE_NAME, SCOPE_ENTER, SCOPE_EXIT = range(8, 11)  # no effect on bytes
 M56 = (1 << 56) - 1
 M64 = (1 << 64) - 1
 
@@ -50,7 +51,7 @@ def records(data):
                 return
             seq, a, b, chk = struct.unpack("<QQQQ", raw)
             kind = chk >> 56
-            if ALLOC <= kind <= END and chk == check(kind, seq, a, b):
+            if ALLOC <= kind <= SCOPE_EXIT and chk == check(kind, seq, a, b):
                 yield seq, a, b, kind
                 continue
             if any(raw):
@@ -62,7 +63,7 @@ def records(data):
 
 def main(path, limit=None):
     data = open(path, "rb").read()
-    assert data[:8] == b"MPCAPT02", "not a capture"
+    assert data[:8] in (b"MPCAPT02", b"MPCAPT03"), "not a capture"
     live = {}  # address -> [alloc seq, bytes, category]
     step, phase, forward_seq = 0, 0, -1
     count, torn, ended = 0, False, False

@@ -14,6 +14,7 @@
 #include "models/model.h"
 #include "models/size_table.h"
 #include "profiler/cli/config_cli.h"
+#include "profiler/predict/scope_prediction.h"
 #include "tests/predict/prediction_checks.h"
 #include "tests/preset_config.h"
 #include "tests/train/solo_run.h"
@@ -289,6 +290,47 @@ INSTANTIATE_TEST_SUITE_P(
                       RunCase{"resnet-tiny", 1, kCheckpointed},
                       RunCase{"resnet-tiny", 5, kCheckpointed}),
     CaseName);
+
+// Named scopes: each block runs in a scope named as its parameters are, and
+// the activations allocated in it are its size table's saved rows, to the
+// byte (float32, one rank; the block's input is the block before's).
+class ScopeActivations : public ::testing::TestWithParam<RunCase> {};
+
+TEST_P(ScopeActivations, EachBlockHoldsItsPredictedRowsToTheByte) {
+  const RunCase& c = GetParam();
+  const RunConfig config = PresetConfig(
+      c.preset,
+      {"--micro-batch", std::to_string(c.micro_batch), "--steps", "3"});
+  const RankReport report = ReportOf(RunSolo(config));
+  const SizeTable table = BuildSizeTable(config, c.micro_batch);
+  const std::vector<ScopePrediction> predicted = PredictScopes(table);
+  ASSERT_GE(predicted.size(), 2u);
+  ASSERT_EQ(report.scopes.size(), predicted.size());
+  for (size_t i = 0; i < predicted.size(); ++i) {
+    const ScopeReport& scope = report.scopes[i];
+    SCOPED_TRACE(scope.name);
+    EXPECT_EQ(scope.name, predicted[i].name);
+    const bool names_parameters = std::any_of(
+        table.rows.begin(), table.rows.end(), [&](const SizeRow& r) {
+          return r.kind == RowKind::kParameter &&
+                 r.name.rfind(scope.name + ".", 0) == 0;
+        });
+    EXPECT_TRUE(names_parameters)
+        << "no parameter is named " << scope.name << ".*";
+    ASSERT_TRUE(scope.predicted_activations_bytes.has_value());
+    EXPECT_EQ(*scope.predicted_activations_bytes,
+              predicted[i].activations_bytes);
+    EXPECT_GT(scope.activations_bytes, 0);
+    EXPECT_EQ(scope.activations_bytes, predicted[i].activations_bytes);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyConfigs, ScopeActivations,
+                         ::testing::Values(RunCase{"mlp-tiny", 2},
+                                           RunCase{"gpt-tiny", 2},
+                                           RunCase{"resnet-tiny", 2},
+                                           RunCase{"llama-tiny", 2}),
+                         CaseName);
 
 // Llama, at one rank in this process: both CI configs (llama-tiny: tied,
 // grouped-query; llama-odd: untied, q/k/v biases, head_dim * heads !=

@@ -160,6 +160,31 @@ TEST(RankReportReader, CudaReplayIsReadSinceSchemaOnePointOne) {
             std::string::npos);
 }
 
+// scopes arrived in memprof.rank/1.10: an earlier report has none; a
+// scope with and one without a prediction read back as written.
+TEST(RankReportReader, ScopesAreReadSinceSchemaOnePointTen) {
+  Json doc = OneRankReport();
+  ASSERT_FALSE(doc.contains("scopes"));
+  EXPECT_TRUE(RankReportFromJson(doc, "r0.json").scopes.empty());
+  RankReport report = RankReportFromJson(doc, "r0.json");
+  report.scopes = {ScopeReport{"h.0", 4096, 512, 4096},
+                   ScopeReport{"h.0.attn", 1024, 256, std::nullopt}};
+  doc = ToJson(report);
+  const RankReport again = RankReportFromJson(doc, "r0.json");
+  ASSERT_EQ(again.scopes.size(), 2u);
+  EXPECT_EQ(again.scopes[0].name, "h.0");
+  EXPECT_EQ(again.scopes[0].activations_bytes, 4096);
+  EXPECT_EQ(again.scopes[0].temporaries_peak_bytes, 512);
+  EXPECT_EQ(again.scopes[0].predicted_activations_bytes, 4096);
+  EXPECT_FALSE(again.scopes[1].predicted_activations_bytes.has_value());
+  EXPECT_EQ(ToJson(again)["scopes"], doc["scopes"]);
+  doc["scopes"][1]["activations_bytes"] = -1;
+  EXPECT_NE(InputErrorOf([&] {
+              RankReportFromJson(doc, "r0.json");
+            }).find("r0.json: scopes[1].activations_bytes"),
+            std::string::npos);
+}
+
 TEST(RankReportReader, ErrorsNameTheFileAndTheJsonPath) {
   Json doc = OneRankReport();
   doc["steps"][1]["breakdown"]["weights"] = -5;

@@ -125,6 +125,37 @@ TEST(ReportMarkdown, ReadsInHumanUnitsInCategoryOrder) {
   EXPECT_EQ(markdown.find("Incomplete"), std::string::npos);
 }
 
+// Scopes add one "By scope" section to report.md and report.html, and
+// change nothing else: without it the text is the golden file's.
+TEST(ReportMarkdown, ScopesAddOnlyTheByScopeSection) {
+  RunView view = LoadRunView(kFixture.string());
+  view.ranks[0].scopes = {ScopeReport{"h.0", 3 << 20, 1 << 10, 3 << 20},
+                          ScopeReport{"h.0.attn", 1 << 20, 512, std::nullopt}};
+  view.ranks[1].scopes = {ScopeReport{"h.0", 3 << 20, 2 << 10, 3 << 20}};
+  const std::string markdown = FormatReportMarkdown(BuildReportText(view));
+  const size_t begin = markdown.find("## By scope");
+  ASSERT_NE(begin, std::string::npos) << markdown;
+  const size_t end = markdown.find("\n## ", begin + 1);
+  const std::string section = markdown.substr(
+      begin, end == std::string::npos ? std::string::npos : end + 1 - begin);
+  EXPECT_NE(section.find("| h.0 | 3.00 MiB | 3.00 MiB | 1.00 KiB | 3.00 MiB | "
+                         "2.00 KiB |"),
+            std::string::npos)
+      << section;
+  EXPECT_NE(section.find("| h.0.attn |  | 1.00 MiB | 512 B |  |  |"),
+            std::string::npos)
+      << section;
+  std::string without = markdown;
+  without.erase(begin, section.size());
+  while (without.size() >= 2 && without[without.size() - 2] == '\n') {
+    without.pop_back();
+  }
+  EXPECT_EQ(without, ReadFile(kFixture / "report.golden.md"));
+  const std::string html = FormatReportHtml(view, BuildReportText(view));
+  EXPECT_NE(html.find("By scope"), std::string::npos);
+  EXPECT_NE(html.find("h.0.attn"), std::string::npos);
+}
+
 // ------------------------------------------------------------ trace.json
 
 // Rank r is process r + 1 (Perfetto reads pid 0 as the kernel's), and no

@@ -41,7 +41,8 @@ void CollectKeys(const Json& node, std::set<std::string>& keys) {
 // What the writer emits, with every optional part present: an
 // out-of-memory object, the CUDA replay, a GPU run's section (with a
 // self-check, a moment and the allocator's refusal), ZeRO-1's partition,
-// activation checkpointing's figures and each model's config section.
+// activation checkpointing's figures, a named scope and each model's config
+// section.
 std::set<std::string> EmittedKeys() {
   RankReport report = ReadRankReport(kFixture);
   report.out_of_memory = OutOfMemoryFigures{};
@@ -52,6 +53,7 @@ std::set<std::string> EmittedKeys() {
   report.cuda_run->out_of_memory = true;
   report.zero = ZeroFigures{};
   report.checkpointing = CheckpointingFigures{};
+  report.scopes.push_back(ScopeReport{"h.0", 0, 0, 0});
   report.post_mortem = PostMortemFigures{};
   std::set<std::string> keys;
   for (const char* model : {"mlp", "gpt", "llama", "resnet"}) {

@@ -47,6 +47,19 @@ TEST_F(SessionTest, ProgramModelStateMeasuredAsPredictedToTheByte) {
   EXPECT_EQ(report.Of(Category::kUnattributed).end_bytes, 0);
   EXPECT_EQ(report.Of(Category::kUnattributed).allocated_bytes, 0);
   EXPECT_EQ(report.steps.size(), 4u);
+  // Its named scopes, in the order they opened; a program's have no
+  // prediction.
+  ASSERT_EQ(report.scopes.size(), 2u);
+  EXPECT_EQ(report.scopes[0].name, "fc1");
+  EXPECT_EQ(report.scopes[1].name, "fc2");
+  int64_t in_scopes = 0;
+  for (const ScopeReport& scope : report.scopes) {
+    EXPECT_GT(scope.activations_bytes, 0) << scope.name;
+    EXPECT_FALSE(scope.predicted_activations_bytes.has_value()) << scope.name;
+    in_scopes += scope.activations_bytes;
+  }
+  // Every activation is made inside one of the two scopes but the loss's.
+  EXPECT_LE(in_scopes, report.Of(Category::kActivations).peak_bytes);
   for (const char* file : {"summary.json", "report.md", "report.html",
                            "trace.json", "snapshot-0.json"}) {
     EXPECT_TRUE(std::filesystem::exists(dir_ / file)) << file;
@@ -75,6 +88,18 @@ TEST_F(SessionTest, OutOfMemoryIsReportedWhereItHappened) {
       << run.output;
   EXPECT_NE(run.output.find("is alone over 40.0 KiB"), std::string::npos)
       << run.output;
+}
+
+// The launcher's variables, inconsistent: the program's input, refused in
+// the API's terms (memprof::UsageError) naming the variable.
+TEST_F(SessionTest, InconsistentLauncherVariablesAreAUsageError) {
+  const CommandResult run = RunCommand(
+      "env -u MASTER_ADDR -u MASTER_PORT RANK=1 WORLD_SIZE=2 " +
+      std::string(MEMPROF_SESSION_PROGRAM) + " train " + dir_.string());
+  EXPECT_EQ(run.exit_code, 4) << run.output;
+  EXPECT_NE(run.output.find("usage: memprof::Session: "), std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("MASTER_ADDR"), std::string::npos) << run.output;
 }
 
 struct Misuse {
