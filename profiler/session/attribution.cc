@@ -4,16 +4,19 @@
 
 namespace memprof {
 
-void ResolveOwnership(const std::vector<torch::Tensor>& tensors,
-                      Category category, OwnershipMisses& misses,
-                      uint8_t flags) {
+int64_t ResolveOwnership(const std::vector<torch::Tensor>& tensors,
+                         Category category, OwnershipMisses& misses,
+                         uint8_t flags) {
   MemoryTracker& tracker = MemoryTracker::Get();
+  int64_t resolved = 0;
   for (const torch::Tensor& tensor : tensors) {
     if (!tensor.defined() || !tensor.has_storage()) continue;
     const void* data = tensor.storage().data();
     if (data == nullptr) continue;
     switch (tracker.Resolve(data, category, flags)) {
       case ResolveResult::kResolved:
+        ++resolved;
+        break;
       case ResolveResult::kAlready:
         break;
       case ResolveResult::kNotFound:
@@ -24,6 +27,7 @@ void ResolveOwnership(const std::vector<torch::Tensor>& tensors,
         break;
     }
   }
+  return resolved;
 }
 
 std::vector<torch::Tensor> Gradients(const std::vector<torch::Tensor>& params) {

@@ -19,9 +19,11 @@ struct OwnershipMisses {
 
 // Resolves each tensor's storage as `category`. Undefined or empty tensors
 // are skipped; storages shared by several tensors count once.
-void ResolveOwnership(const std::vector<torch::Tensor>& tensors,
-                      Category category, OwnershipMisses& misses,
-                      uint8_t flags = 0);
+// Returns how many storages were newly resolved (not already this
+// category's).
+int64_t ResolveOwnership(const std::vector<torch::Tensor>& tensors,
+                         Category category, OwnershipMisses& misses,
+                         uint8_t flags = 0);
 
 // Defined .grad of each parameter.
 std::vector<torch::Tensor> Gradients(const std::vector<torch::Tensor>& params);

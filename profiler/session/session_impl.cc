@@ -390,29 +390,15 @@ void SessionImpl::ResolveBuckets() {
   const Category category = reducer_options_.gradient_as_bucket_view
                                 ? Category::kGradients
                                 : Category::kDdpBuckets;
-  bool rebuilt = false;
-  int64_t buckets = 0;
+  std::vector<torch::Tensor> buffers;
   for (const c10d::GradBucket& bucket :
        reducer_->get_grad_buckets(/*return_zero_tensors=*/false)) {
-    ++buckets;
-    const torch::Tensor& buffer = bucket.getBuffer();
-    if (!buffer.has_storage() || buffer.storage().data() == nullptr) continue;
-    switch (tracker_.Resolve(buffer.storage().data(), category, kFlagBucket)) {
-      case ResolveResult::kResolved:
-        rebuilt = true;
-        break;
-      case ResolveResult::kAlready:
-        break;
-      case ResolveResult::kNotFound:
-        ++misses_.not_found;
-        break;
-      case ResolveResult::kConflict:
-        ++misses_.conflict;
-        break;
-    }
+    buffers.push_back(bucket.getBuffer());
   }
+  const bool rebuilt =
+      ResolveOwnership(buffers, category, misses_, kFlagBucket) > 0;
   if (rebuilt && step_ > 0) last_one_time_step_ = step_;
-  run_.buckets = buckets;
+  run_.buckets = static_cast<int64_t>(buffers.size());
 }
 
 void SessionImpl::TrackInputs(const std::vector<torch::Tensor>& batch) {

@@ -42,7 +42,7 @@ void CollectKeys(const Json& node, std::set<std::string>& keys) {
 // out-of-memory object, the CUDA replay, a GPU run's section (with a
 // self-check, a moment and the allocator's refusal), ZeRO-1's partition,
 // activation checkpointing's figures, a named scope and each model's config
-// section.
+// section (a program's too).
 std::set<std::string> EmittedKeys() {
   RankReport report = ReadRankReport(kFixture);
   report.out_of_memory = OutOfMemoryFigures{};
@@ -56,7 +56,7 @@ std::set<std::string> EmittedKeys() {
   report.scopes.push_back(ScopeReport{"h.0", 0, 0, 0});
   report.post_mortem = PostMortemFigures{};
   std::set<std::string> keys;
-  for (const char* model : {"mlp", "gpt", "llama", "resnet"}) {
+  for (const char* model : {"mlp", "gpt", "llama", "resnet", "program"}) {
     report.context.config.model = model;
     CollectKeys(ToJson(report), keys);
   }
