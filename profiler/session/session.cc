@@ -27,6 +27,7 @@ Session::Session(std::unique_ptr<SessionImpl> impl) : impl_(std::move(impl)) {}
 Session::~Session() {
   if (impl_ == nullptr || impl_->finished()) return;
   if (Unwinding()) {
+    if (!impl_->is_program()) return;
     std::fprintf(stderr,
                  "memprof: the session was left by an exception: no reports "
                  "written (catch it and call Finish() to write them)\n");

@@ -208,16 +208,21 @@ SessionImpl::SessionImpl(SessionOptions options, SessionSetup setup)
 
 SessionImpl::~SessionImpl() {
   if (!finished_) {
-    // The session was abandoned (an error left the program): stop
-    // recording, write nothing.
-    try {
-      tracker_.EndSession();
-    } catch (const std::exception&) {
-    }
     tracker_.SetMemoryLimit(0);
+    // A program's session abandoned by an error: stop recording. memprof's
+    // own rank leaves its capture as a killed rank's is (Note [Post-mortem]),
+    // for the launcher to recover without delaying the rank's exit.
+    if (!setup_.config) {
+      try {
+        tracker_.EndSession();
+      } catch (const std::exception&) {
+      }
+    }
   }
   g_session_exists = false;
 }
+
+bool SessionImpl::is_program() const { return !setup_.config; }
 
 std::string SessionImpl::CaptureMeta() const {
   return nlohmann::ordered_json{{"context", ContextJson(run_.context)},

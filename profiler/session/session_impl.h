@@ -98,6 +98,8 @@ class SessionImpl {
   const std::vector<torch::Tensor>& parameters() const { return params_; }
   CudaSession* cuda() { return cuda_.get(); }
   bool finished() const { return finished_; }
+  // A program's session (not memprof's own trainer's).
+  bool is_program() const;
 
   // Ends the session, analyses its capture and returns the rank's run
   // (after an out-of-memory error too: what was allocated by then is
