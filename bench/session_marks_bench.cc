@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
   options.out_dir = argv[1];
   options.quiet = true;
   memprof::Session session(options);
-  torch::nn::Sequential net(torch::nn::Linear(64, 64), torch::nn::Linear(64, 8));
+  torch::nn::Sequential net(torch::nn::Linear(64, 64),
+                            torch::nn::Linear(64, 8));
   torch::optim::AdamW optimizer(net->parameters(), 1e-3);
   session.Track(*net);
   session.Track(optimizer);
