@@ -248,28 +248,14 @@ void SessionImpl::ResolveOrRefuse(const std::vector<torch::Tensor>& tensors,
                                   const char* what) {
   if (!run_.hooked) return;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const torch::Tensor& t = tensors[i];
-    if (!t.defined() || !t.has_storage() || t.storage().data() == nullptr) {
-      continue;
-    }
-    switch (tracker_.Resolve(t.storage().data(), category, flags)) {
-      case ResolveResult::kResolved:
-      case ResolveResult::kAlready:
-        break;
-      case ResolveResult::kConflict:
-        ++misses_.conflict;
-        break;
-      case ResolveResult::kNotFound:
-        if (setup_.config) {
-          ++misses_.not_found;
-          break;
-        }
-        throw UsageError(
-            std::string("memprof::Session::Track: ") + what + " '" + names[i] +
-            "' was allocated before the session began, so its bytes are in "
-            "no figure: create the memprof::Session first thing in main, "
-            "before any tensor is made");
-    }
+    const int64_t not_found = misses_.not_found;
+    ResolveOwnership({tensors[i]}, category, misses_, flags);
+    if (misses_.not_found == not_found || setup_.config) continue;
+    throw UsageError(
+        std::string("memprof::Session::Track: ") + what + " '" + names[i] +
+        "' was allocated before the session began, so its bytes are in no "
+        "figure: create the memprof::Session first thing in main, before "
+        "any tensor is made");
   }
 }
 
@@ -678,11 +664,7 @@ Prediction SessionImpl::PredictRun() const {
     }
     p.model_state_bytes_per_parameter =
         p.parameters > 0
-            ? static_cast<double>(ModelStateBytes(p.bytes) -
-                                  p.bytes[Index(Category::kActivations)] -
-                                  p.bytes[Index(Category::kInputs)] -
-                                  p.bytes[Index(Category::kTemporaries)]) /
-                  p.parameters
+            ? static_cast<double>(ModelStateBytes(p.bytes)) / p.parameters
             : 0;
   }
   return p;
