@@ -142,7 +142,7 @@ TEST(ReportMarkdown, ScopesAddOnlyTheByScopeSection) {
                          "2.00 KiB |"),
             std::string::npos)
       << section;
-  EXPECT_NE(section.find("| h.0.attn |  | 1.00 MiB | 512 B |  |  |"),
+  EXPECT_NE(section.find("| h.0.attn | — | 1.00 MiB | 512 B | — | — |"),
             std::string::npos)
       << section;
   std::string without = markdown;
@@ -154,6 +154,27 @@ TEST(ReportMarkdown, ScopesAddOnlyTheByScopeSection) {
   const std::string html = FormatReportHtml(view, BuildReportText(view));
   EXPECT_NE(html.find("By scope"), std::string::npos);
   EXPECT_NE(html.find("h.0.attn"), std::string::npos);
+}
+
+// A program's own scopes have no prediction: the table has no predicted
+// column rather than a blank one, and says why.
+TEST(ReportMarkdown, ScopesWithoutPredictionHaveNoPredictedColumn) {
+  RunView view = LoadRunView(kFixture.string());
+  view.ranks[0].scopes = {ScopeReport{"block.1", 3 << 20, 1 << 10, {}}};
+  view.ranks[1].scopes = {ScopeReport{"block.1", 3 << 20, 2 << 10, {}}};
+  const std::string markdown = FormatReportMarkdown(BuildReportText(view));
+  const size_t begin = markdown.find("## By scope");
+  ASSERT_NE(begin, std::string::npos) << markdown;
+  const std::string section = markdown.substr(begin, 1200);
+  EXPECT_EQ(section.find("predicted activations"), std::string::npos)
+      << section;
+  EXPECT_NE(section.find("predicts the scopes of its own models only"),
+            std::string::npos)
+      << section;
+  EXPECT_NE(section.find("| block.1 | 3.00 MiB | 1.00 KiB | 3.00 MiB | "
+                         "2.00 KiB |"),
+            std::string::npos)
+      << section;
 }
 
 // ------------------------------------------------------------ trace.json
