@@ -9,6 +9,7 @@
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
 #include "profiler/cli/command_child.h"
+#include "profiler/cli/local_world_size.h"
 #include "profiler/cli/post_mortem.h"
 #include "profiler/predict/fit_runs.h"
 #include "profiler/report/fit_runs_reader.h"
@@ -61,6 +62,24 @@ ProgramRun MeasureAt(const FitArgs& args, const RunsForFit& runs,
   } catch (const InputError&) {
     readable = false;
   }
+  if (readable) {
+    const RankReport& first = view.ranks.front();
+    if (first.context.world_size != runs.world_size) {
+      throw InputError(
+          at + " ran " + std::to_string(first.context.world_size) +
+          " rank(s), but the runs are at " + std::to_string(runs.world_size) +
+          ": launch the ranks in the command (torchrun --standalone "
+          "--nproc-per-node " +
+          std::to_string(runs.world_size) + " --no-python PROGRAM ...)");
+    }
+    const RunConfig& config = first.context.config;
+    const std::string model =
+        config.model == "program" ? config.program.name : config.model;
+    if (model != runs.model) {
+      throw InputError(at + " ran " + model + ", but the runs are of " +
+                       runs.model + ": give the command of the fitted program");
+    }
+  }
   ProgramRun run;
   for (const RankReport& rank : view.ranks) {
     if (rank.out_of_memory) {
@@ -79,22 +98,6 @@ ProgramRun MeasureAt(const FitArgs& args, const RunsForFit& runs,
                    " (the program's memprof::Session writes to "
                    "$MEMPROF_OUT when its out_dir is left empty)") +
         "; see " + command.log_path);
-  }
-  const RankReport& first = view.ranks.front();
-  if (first.context.world_size != runs.world_size) {
-    throw InputError(at + " ran " + std::to_string(first.context.world_size) +
-                     " rank(s), but the runs are at " +
-                     std::to_string(runs.world_size) +
-                     ": launch the ranks in the command (torchrun --no-python "
-                     "--nproc-per-node " +
-                     std::to_string(runs.world_size) + " PROGRAM ...)");
-  }
-  const std::string model = first.context.config.model == "program"
-                                ? first.context.config.program.name
-                                : first.context.config.model;
-  if (model != runs.model) {
-    throw InputError(at + " ran " + model + ", but the runs are of " +
-                     runs.model + ": give the command of the fitted program");
   }
   run.completed = true;
   const FitRunFigures figures = FiguresOfRun(view);
@@ -116,6 +119,17 @@ int RunFitRunsCommand(const FitArgs& args) {
   const bool fits = a.verdict == FitVerdict::kFits;
   if (!args.measure) return fits ? kExitOk : kExitCheckFailed;
 
+  // Note [Local memory]: the runs may take the budget on every rank.
+  const int64_t available = AvailableMemoryBytes();
+  if (available > 0 && args.budget_bytes * runs.world_size > available) {
+    throw InputError(
+        "--measure runs the program under a memory limit of " +
+        HumanBytes(args.budget_bytes) + " per rank on " +
+        std::to_string(runs.world_size) + " rank(s), more than the " +
+        HumanBytes(available) +
+        " this machine has available: measure with a budget this machine "
+        "can hold, or leave out --measure");
+  }
   const std::string dir = MeasuredRunsDir(args.out_dir);
   std::cout << "\nmeasured (the command under a memory limit of "
             << HumanBytes(args.budget_bytes) << " per rank, runs in " << dir

@@ -111,7 +111,10 @@ RunsForFit ReadRunsForFit(const std::vector<std::string>& dirs) {
     try {
       views.push_back(LoadRunView(dir));
     } catch (const InputError& e) {
-      throw InputError(std::string("--runs: ") + e.what() + remedy);
+      std::string reason = e.what();
+      const std::string prefix = "--run " + dir + ": ";
+      if (reason.rfind(prefix, 0) == 0) reason = reason.substr(prefix.size());
+      throw InputError("--runs: " + dir + " is not a run: " + reason + remedy);
     }
     const RunView& view = views.back();
     if (!view.complete()) {

@@ -128,12 +128,18 @@ class FitRunsTest : public ::testing::Test {
 };
 TempDir* FitRunsTest::dir_ = nullptr;
 
+// The example's peak is not exactly linear at the smallest micro-batches:
+// on 1 rank backward's peak grows by 28,712 B from micro-batch 1 to 2, then
+// by 25,608 B a sample to 4; on 2 ranks by 19,912 B, then 27,656 B. The law
+// of runs 1 and 2 is confirmed where that difference stays under half a
+// sample: at 3 on 1 rank, at 2 on 2 ranks (the measured micro-batch above
+// runs out of memory). Farther out only a third run tells.
 TEST_F(FitRunsTest, ProgramOnOneRankPredictedAndConfirmed) {
-  ExpectConfirmed("one-1", "one-2", 6, kOwnLoop + "{micro_batch}");
+  ExpectConfirmed("one-1", "one-2", 3, kOwnLoop + "{micro_batch}");
 }
 
 TEST_F(FitRunsTest, ProgramOnTwoRanksPredictedAndConfirmed) {
-  ExpectConfirmed("two-1", "two-2", 6, kTorchrun + kOwnLoop + "{micro_batch}");
+  ExpectConfirmed("two-1", "two-2", 2, kTorchrun + kOwnLoop + "{micro_batch}");
 }
 
 // gpt-tiny profiled at micro-batches 1 and 2: under the budget at which its
@@ -141,13 +147,25 @@ TEST_F(FitRunsTest, ProgramOnTwoRanksPredictedAndConfirmed) {
 // take one.
 TEST_F(FitRunsTest, GptTinyRunsAgreeWithTheSizeTable) {
   const int64_t budget = BudgetFor("gpt-1", "gpt-2", 8);
-  const CommandResult runs = FitRuns1GiB(Runs("gpt-1", "gpt-2") + " --budget " +
-                                         std::to_string(budget));
+  const std::string fit =
+      "fit " + Runs("gpt-1", "gpt-2") + " --budget " + std::to_string(budget);
+  const CommandResult runs = Memprof(fit);
+  EXPECT_EQ(runs.exit_code, 0) << runs.output;
   EXPECT_NE(runs.output.find("largest micro-batch per rank that fits: 8 "),
             std::string::npos)
       << runs.output;
-  EXPECT_NE(runs.output.find("memprof fit --config prices them"),
-            std::string::npos);
+  // Micro-batch 16 does not fit: the levers a size table prices are left
+  // to fit --config.
+  const CommandResult over = Memprof(fit + " --micro-batch 16");
+  EXPECT_EQ(over.exit_code, 1) << over.output;
+  EXPECT_NE(over.output.find("verdict: activation-overflow: "),
+            std::string::npos)
+      << over.output;
+  EXPECT_NE(over.output.find("not priced from runs: activation "
+                             "checkpointing, bf16 autocast, a shorter "
+                             "sequence: memprof fit --config prices them"),
+            std::string::npos)
+      << over.output;
   const CommandResult table =
       Memprof("fit --config " + kGptTiny + " --micro-batch 1 --budget " +
               std::to_string(budget));
@@ -200,7 +218,7 @@ INSTANTIATE_TEST_SUITE_P(
 // 3, with what failed; one that runs too long is stopped.
 TEST_F(FitRunsTest, FailedCommandsAreRunFailures) {
   const std::string fit =
-      "fit " + Runs("one-1", "one-2") + " --budget 1GiB --measure ";
+      "fit " + Runs("one-1", "one-2") + " --budget 1MiB --measure ";
   const CommandResult failed = Memprof(fit + "--command 'false {micro_batch}'");
   EXPECT_EQ(failed.exit_code, 3) << failed.output;
   EXPECT_NE(failed.output.find("failed (exit 1), not for memory; see "),
@@ -215,7 +233,7 @@ TEST_F(FitRunsTest, FailedCommandsAreRunFailures) {
       << slow.output;
   // Runs of 2 ranks, a command of 1: bad input, named.
   const CommandResult one = Memprof("fit " + Runs("two-1", "two-2") +
-                                    " --budget 1GiB --measure --command '" +
+                                    " --budget 1MiB --measure --command '" +
                                     kOwnLoop + "{micro_batch}'");
   EXPECT_EQ(one.exit_code, 2) << one.output;
   EXPECT_NE(one.output.find("ran 1 rank(s), but the runs are at 2: launch the "

@@ -114,6 +114,7 @@ int Run(const std::string& what, int argc, char** argv) {
       session.Finish();
       return 3;
     }
+    session.Finish();
     return 0;
   }
   if (what == "two-sessions") {
