@@ -581,9 +581,137 @@ PredictArgs ParsePredictArgs(const std::vector<std::string>& words) {
   return args;
 }
 
-FitArgs ParseFitArgs(const std::vector<std::string>& words) {
+namespace {
+
+constexpr const char* kFitUsage =
+    "usage: memprof fit --config FILE --budget 80GiB [--world-size N] "
+    "[--micro-batch B] [--measure]\n"
+    "       memprof fit --runs DIR1,DIR2[,...] --budget 80GiB [--micro-batch "
+    "B] [--measure --command 'PROGRAM ... {micro_batch} ...']\n"
+    "does the run fit a device of this size, and if not, will more "
+    "data-parallel ranks help? exit 0: it fits; 1: it does not";
+
+// fit --runs: the flags of a fit from runs, which have their model and
+// config in them (Note [Fit from runs]).
+po::options_description FitRunsFlags(FitArgs& args, std::string& runs,
+                                     std::string& command) {
+  po::options_description flags("Fit from runs (a program's own model)");
+  flags.add_options()(
+      "runs", po::value(&runs),
+      "fit from these runs (comma-separated directories of finished runs of "
+      "one model at two or more micro-batches: memprof profile --out, or a "
+      "program's memprof::Session) instead of --config's size table")(
+      "command", po::value(&command),
+      "with --runs --measure: the program's command line, run through the "
+      "shell with {micro_batch} (and {out}, the run's directory) replaced; "
+      "it runs with MEMPROF_OUT and MEMPROF_MEMORY_LIMIT set, its own "
+      "launcher (torchrun ...) for several ranks")(
+      "command-timeout", po::value(&args.command_timeout_s),
+      "with --command: seconds each run may take before it is stopped "
+      "(default 600)");
+  return flags;
+}
+
+// `words` name --runs (alone or as --runs=...).
+bool NamesRuns(const std::vector<std::string>& words) {
+  for (const std::string& word : words) {
+    if (word == "--runs" || word.rfind("--runs=", 0) == 0) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> RunDirs(const std::string& runs) {
+  std::vector<std::string> dirs;
+  std::stringstream list(runs);
+  for (std::string item; std::getline(list, item, ',');) {
+    if (item.empty()) {
+      throw InputError("--runs " + runs +
+                       ": an empty directory name; give DIR1,DIR2,...");
+    }
+    dirs.push_back(item);
+  }
+  if (dirs.size() < 2) {
+    throw InputError("--runs " + runs +
+                     ": one run; a law in the micro-batch needs runs at two "
+                     "different micro-batches at least: give DIR1,DIR2");
+  }
+  return dirs;
+}
+
+FitArgs ParseFitRunsArgs(const std::vector<std::string>& words) {
   FitArgs args;
-  std::string budget, outside;
+  std::string budget, runs;
+  po::options_description flags("Options");
+  flags.add(FitRunsFlags(args, runs, args.command));
+  flags.add_options()("help,h", "print this help")(
+      "budget", po::value(&budget), "memory per rank (device size)")(
+      "micro-batch", po::value(&args.micro_batch),
+      "the micro-batch per rank asked about (default 1)")(
+      "measure", po::bool_switch(&args.measure),
+      "run --command at the predicted largest micro-batch and one above it "
+      "under a memory limit of BUDGET")(
+      "out", po::value(&args.out_dir),
+      "with --measure: where the runs write (default: a new temporary "
+      "directory)");
+  po::variables_map cli;
+  try {
+    po::store(
+        po::command_line_parser(words).options(flags).style(FlagStyle()).run(),
+        cli);
+    po::notify(cli);
+  } catch (const po::unknown_option& e) {
+    throw InputError(
+        "fit --runs: unknown flag '" + e.get_option_name() +
+        "': a fit from runs takes the model and its config from the runs; "
+        "its flags are --runs, --budget, --micro-batch, --measure, "
+        "--command, --command-timeout and --out (run 'memprof fit --help')");
+  } catch (const po::error& e) {
+    throw InputError(std::string("fit --runs: ") + e.what());
+  }
+  if (HelpRequested(cli, kFitUsage, flags, args.help_text)) {
+    args.help = true;
+    return args;
+  }
+  args.run_dirs = RunDirs(runs);
+  if (budget.empty()) {
+    throw InputError(
+        "fit: --budget SIZE is required (e.g. --budget 80GiB); "
+        "run 'memprof fit --help'");
+  }
+  args.budget_bytes = ByteSizeFlag("budget", budget);
+  if (args.micro_batch < 1) {
+    throw InputError("--micro-batch " + std::to_string(args.micro_batch) +
+                     ": expected a micro-batch per rank of 1 or more");
+  }
+  if (args.measure != !args.command.empty()) {
+    throw InputError(
+        args.measure
+            ? "fit --runs --measure runs your program: give it as --command "
+              "'PROGRAM ... {micro_batch} ...'"
+            : "--command is what fit --runs --measure runs: add --measure");
+  }
+  if (args.measure && args.command.find("{micro_batch}") == std::string::npos) {
+    throw InputError("--command '" + args.command +
+                     "' has no {micro_batch}: write it where the program "
+                     "takes its micro-batch (--micro-batch {micro_batch})");
+  }
+  if (args.command_timeout_s < 1) {
+    throw InputError("--command-timeout " +
+                     std::to_string(args.command_timeout_s) +
+                     ": expected seconds, 1 or more");
+  }
+  if (!args.out_dir.empty() && !args.measure) {
+    throw InputError("--out is where --measure's runs write: add --measure");
+  }
+  return args;
+}
+
+}  // namespace
+
+FitArgs ParseFitArgs(const std::vector<std::string>& words) {
+  if (NamesRuns(words)) return ParseFitRunsArgs(words);
+  FitArgs args;
+  std::string budget, outside, runs, command;
   po::options_description flags("Options");
   flags.add(OutsideAllocatorFlag(outside));
   flags.add_options()("help,h", "print this help")(
@@ -596,16 +724,19 @@ FitArgs ParseFitArgs(const std::vector<std::string>& words) {
       "out", po::value(&args.out_dir),
       "with --measure: where the runs write (default: a new temporary "
       "directory)");
+  flags.add(FitRunsFlags(args, runs, command));
   po::variables_map cli;
-  if (!ParseRunConfigWords(
-          words, flags, "fit",
-          "usage: memprof fit --config FILE --budget 80GiB [--world-size N] "
-          "[--micro-batch B] [--measure]\ndoes the run fit a device of this "
-          "size, and if not, will more data-parallel ranks help? exit 0: it "
-          "fits; 1: it does not",
-          args.config, cli, args.help_text)) {
+  if (!ParseRunConfigWords(words, flags, "fit", kFitUsage, args.config, cli,
+                           args.help_text)) {
     args.help = true;
     return args;
+  }
+  for (const char* flag : {"command", "command-timeout"}) {
+    if (cli.count(flag)) {
+      throw InputError(std::string("--") + flag +
+                       " runs a program of your own: it goes with --runs "
+                       "(fit --config --measure runs memprof profile)");
+    }
   }
   if (budget.empty()) {
     throw InputError(

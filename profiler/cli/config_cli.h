@@ -65,6 +65,14 @@ struct FitArgs {
   // The config words to pass on to `memprof profile` (the config file and
   // its --section.key flags, without the batch, world-size and fit flags).
   std::vector<std::string> profile_words;
+  // --runs DIR1,DIR2,...: fit from these runs instead of --config's size
+  // table (Note [Fit from runs]); `config` is then unset.
+  std::vector<std::string> run_dirs;
+  int64_t micro_batch = 1;  // with --runs: the micro-batch asked about
+  // With --runs --measure: the program's command line, {micro_batch} (and
+  // {out}) in it replaced for each run, and how long each may take.
+  std::string command;
+  int64_t command_timeout_s = 600;
   bool help = false;
   std::string help_text;
 };

@@ -1,7 +1,5 @@
 #include "profiler/cli/fit_command.h"
 
-#include <stdlib.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -11,9 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "profiler/base/atomic_file.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
+#include "profiler/cli/command_child.h"
 #include "profiler/cli/profile_child.h"
 #include "profiler/predict/fit.h"
 #include "profiler/report/report_text.h"
@@ -123,20 +121,6 @@ class Measurer {
   std::vector<MeasuredRun> runs_;
 };
 
-std::string MeasureDir(const FitArgs& args) {
-  if (!args.out_dir.empty()) {
-    // Each run writes in a directory of its own inside.
-    CreateOutputDirectory("--out", args.out_dir, 2 * kLongestOutputName);
-    return args.out_dir;
-  }
-  std::string pattern =
-      (fs::temp_directory_path() / "memprof-fit-XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    throw RunFailure("cannot create a temporary directory for --measure");
-  }
-  return pattern;
-}
-
 // The largest micro-batch that runs to completion under the budget, from
 // `guess` (the prediction's); 0 when micro-batch 1 does not.
 int64_t LargestMeasured(Measurer& measure, int64_t guess) {
@@ -176,7 +160,7 @@ int RunFitCommand(const FitArgs& args) {
     return answer.verdict == FitVerdict::kFits ? kExitOk : kExitCheckFailed;
   }
 
-  const std::string dir = MeasureDir(args);
+  const std::string dir = MeasuredRunsDir(args.out_dir);
   std::cout << "\nmeasured (one rank under a memory limit of "
             << HumanBytes(args.budget_bytes) << ", runs in " << dir << "):\n";
   Measurer measure(args, dir);

@@ -14,6 +14,7 @@
 #include "profiler/cli/command_main.h"
 #include "profiler/cli/config_cli.h"
 #include "profiler/cli/fit_command.h"
+#include "profiler/cli/fit_runs_command.h"
 #include "profiler/cli/predict_command.h"
 #include "profiler/cli/profile_child.h"
 #include "profiler/cli/report_command.h"
@@ -32,6 +33,7 @@ constexpr const char* kUsage =
     "[--strict]\n"
     "  report --run DIR\n"
     "  fit --config FILE --budget 80G [--world-size N] [--measure]\n"
+    "  fit --runs DIR1,DIR2 --budget 80G [--measure --command CMD]\n"
     "  sweep --config FILE --world-sizes 1,2,4 --global-batch G [--out DIR]\n"
     "  help [COMMAND]\n"
     "run 'memprof help COMMAND' (or 'memprof COMMAND --help') for its "
@@ -53,6 +55,12 @@ int Dispatch(const std::vector<std::string>& words,
   return run(args);
 }
 
+// `memprof fit`: from --config's size table, or from --runs.
+int RunFit(const memprof::FitArgs& args) {
+  return args.run_dirs.empty() ? memprof::RunFitCommand(args)
+                               : memprof::RunFitRunsCommand(args);
+}
+
 // Runs `command` with `rest`; `memprof help COMMAND` runs it with --help.
 int RunCommand(const std::string& command,
                const std::vector<std::string>& rest) {
@@ -72,7 +80,7 @@ int RunCommand(const std::string& command,
   if (command == "report") {
     return Dispatch(rest, &ParseReportArgs, &RunReportCommand);
   }
-  if (command == "fit") return Dispatch(rest, &ParseFitArgs, &RunFitCommand);
+  if (command == "fit") return Dispatch(rest, &ParseFitArgs, &RunFit);
   if (command == "sweep")
     return Dispatch(rest, &ParseSweepArgs, &RunSweepCommand);
   throw memprof::InputError("unknown command '" + command +

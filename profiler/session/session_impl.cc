@@ -14,6 +14,7 @@
 
 #include "profiler/base/effective_config.h"
 #include "profiler/base/errors.h"
+#include "profiler/base/human_bytes.h"
 #include "profiler/base/rank_env.h"
 #include "profiler/capture/capture_file.h"
 #include "profiler/capture/cpu_hook.h"
@@ -60,6 +61,22 @@ std::string OutDirOf(const SessionOptions& options) {
   if (!options.out_dir.empty()) return options.out_dir;
   const char* env = std::getenv("MEMPROF_OUT");
   return env != nullptr && *env != '\0' ? env : "memprof-out";
+}
+
+// SessionOptions::memory_limit_bytes, or when it is 0 $MEMPROF_MEMORY_LIMIT
+// (unset or empty: none); a value that is no size is the program's input
+// error, named.
+int64_t MemoryLimitOf(const SessionOptions& options) {
+  if (options.memory_limit_bytes != 0) return options.memory_limit_bytes;
+  const char* env = std::getenv("MEMPROF_MEMORY_LIMIT");
+  if (env == nullptr || *env == '\0') return 0;
+  const int64_t bytes = ParseByteSize(env);
+  if (bytes < 1) {
+    throw UsageError(std::string("memprof::Session: MEMPROF_MEMORY_LIMIT='") +
+                     env + "' is not a memory size; set it to a size (" +
+                     kByteSizeUnits + "), or unset it for no limit");
+  }
+  return bytes;
 }
 
 // The order of a step's phases (Note [Phase order] in session.h's terms:
@@ -153,6 +170,7 @@ SessionImpl::SessionImpl(SessionOptions options, SessionSetup setup)
         local_rank = topology->local_rank;
       }
     }
+    options_.memory_limit_bytes = MemoryLimitOf(options_);
     run_.device = setup_.config ? setup_.config->train.device : options_.device;
     if (run_.device != "cpu" && run_.device != "cuda") {
       throw UsageError("memprof::SessionOptions::device is \"" + run_.device +

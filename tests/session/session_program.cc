@@ -3,6 +3,7 @@
 //   train OUT       a 4-step loop, every mark, a scope per layer: exit 0
 //   oom OUT         the same under a 64 KiB limit: the forward runs out;
 //                   caught, then Finish(): exit 3
+//   limit-from-env OUT  as oom, the limit left to $MEMPROF_MEMORY_LIMIT
 //   tensor-first    a tensor made before the session, then Track(model)
 //   two-sessions    a second session while the first exists
 //   phase-order     Backward() before Forward()
@@ -106,13 +107,14 @@ int Run(const std::string& what, int argc, char** argv) {
     session.Finish();
     return 0;
   }
-  if (what == "oom") {
+  if (what == "oom" || what == "limit-from-env") {
     try {
       Train(session, net, optimizer, 4);
     } catch (const c10::OutOfMemoryError&) {
       session.Finish();
       return 3;
     }
+    session.Finish();
     return 0;
   }
   if (what == "two-sessions") {

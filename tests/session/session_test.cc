@@ -90,6 +90,35 @@ TEST_F(SessionTest, OutOfMemoryIsReportedWhereItHappened) {
       << run.output;
 }
 
+// SessionOptions::memory_limit_bytes left 0: the limit is
+// $MEMPROF_MEMORY_LIMIT's (what fit --measure sets for a program's runs).
+TEST_F(SessionTest, MemoryLimitFromTheEnvironment) {
+  const CommandResult run = RunCommand("MEMPROF_MEMORY_LIMIT=40KiB " +
+                                       std::string(MEMPROF_SESSION_PROGRAM) +
+                                       " limit-from-env " + dir_.string());
+  ASSERT_EQ(run.exit_code, 3) << run.output;
+  const RankReport report = ReadRankReport(RankReportPath(dir_.string(), 0));
+  ASSERT_TRUE(report.out_of_memory.has_value());
+  EXPECT_EQ(report.out_of_memory->limit_bytes, 40 << 10);
+  // Unset: no limit, the same program runs to the end.
+  const CommandResult free_run = RunCommand(
+      "env -u MEMPROF_MEMORY_LIMIT " + std::string(MEMPROF_SESSION_PROGRAM) +
+      " limit-from-env " + (dir_ / "free").string());
+  EXPECT_EQ(free_run.exit_code, 0) << free_run.output;
+}
+
+TEST_F(SessionTest, BadMemoryLimitVariableIsAUsageError) {
+  const CommandResult run = RunCommand("MEMPROF_MEMORY_LIMIT=lots " +
+                                       std::string(MEMPROF_SESSION_PROGRAM) +
+                                       " train " + dir_.string());
+  EXPECT_EQ(run.exit_code, 4) << run.output;
+  EXPECT_NE(run.output.find("usage: memprof::Session: MEMPROF_MEMORY_LIMIT="
+                            "'lots' is not a memory size"),
+            std::string::npos)
+      << run.output;
+  EXPECT_FALSE(std::filesystem::exists(RankReportPath(dir_.string(), 0)));
+}
+
 // The launcher's variables, inconsistent: the program's input, refused in
 // the API's terms (memprof::UsageError) naming the variable.
 TEST_F(SessionTest, InconsistentLauncherVariablesAreAUsageError) {

@@ -79,7 +79,11 @@ struct SessionOptions {
   int64_t micro_batch = 0;
   // Emulates a device of this many bytes on the CPU (0: none): an
   // allocation that would go over it throws c10::OutOfMemoryError, as a
-  // GPU's allocator would, and the reports say where it happened.
+  // GPU's allocator would, and the reports say where it happened. 0 (the
+  // default): $MEMPROF_MEMORY_LIMIT, a size ("2GiB", "512MiB", "80GB" or
+  // bytes), when it is set (`memprof fit --measure` sets it, and
+  // $MEMPROF_OUT, for the runs it makes); a value that is no size:
+  // UsageError naming it.
   int64_t memory_limit_bytes = 0;
   // "cpu", or "cuda": the program trains on this rank's GPU (LOCAL_RANK's,
   // round-robin over the GPUs), and memprof measures through the CUDA
