@@ -34,6 +34,7 @@ Session::~Session() {
     return;
   }
   try {
+    impl_->ForgetProgramObjects();
     impl_->Finish();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "memprof: %s\n", e.what());

@@ -363,6 +363,7 @@ void SessionImpl::TrackOptimizer(torch::optim::Optimizer& optimizer) {
     }
   }
   optimizer_ = &optimizer;
+  lr_ = options.get_lr();
 }
 
 void SessionImpl::TrackGroup(
@@ -526,6 +527,7 @@ void SessionImpl::EndPhase(Phase phase, bool unwinding) {
       if (optimizer_ != nullptr) {
         ResolveOwnership(OptimizerStateTensors(*optimizer_),
                          Category::kOptimizerState, misses_);
+        lr_ = optimizer_->param_groups().at(0).options().get_lr();
       }
       break;
     case Phase::kDdpInit:
@@ -594,7 +596,7 @@ StepRecord& SessionImpl::LastStep() {
 // and optimizer state exist are attributed as such.
 void SessionImpl::ResolveModelState() {
   ResolveOwnership(Gradients(params_), Category::kGradients, misses_);
-  if (optimizer_ != nullptr) {
+  if (optimizer_ != nullptr && !program_objects_gone_) {
     ResolveOwnership(OptimizerStateTensors(*optimizer_),
                      Category::kOptimizerState, misses_);
   }
@@ -609,9 +611,7 @@ RunConfig SessionImpl::ProgramConfig() const {
   c.train.steps = step_;
   c.train.optimizer = optimizer_name_.empty() ? "sgd" : optimizer_name_;
   c.train.momentum = momentum_;
-  if (optimizer_ != nullptr) {
-    c.train.lr = optimizer_->param_groups().at(0).options().get_lr();
-  }
+  c.train.lr = lr_;
   const bool bf16 =
       !params_.empty() &&
       std::all_of(params_.begin(), params_.end(), [](const torch::Tensor& p) {

@@ -98,6 +98,10 @@ class SessionImpl {
   const std::vector<torch::Tensor>& parameters() const { return params_; }
   CudaSession* cuda() { return cuda_.get(); }
   bool finished() const { return finished_; }
+  // The program's optimizer and Reducer may be gone: the session will not
+  // touch them again (~Session, which runs after the program's objects
+  // declared after it).
+  void ForgetProgramObjects() { program_objects_gone_ = true; }
   // A program's session (not memprof's own trainer's).
   bool is_program() const;
 
@@ -127,6 +131,7 @@ class SessionImpl {
   RankRun run_;
   OwnershipMisses misses_;
   bool finished_ = false;
+  bool program_objects_gone_ = false;
 
   // What the program tracked.
   std::vector<torch::Tensor> params_;
@@ -136,6 +141,7 @@ class SessionImpl {
   torch::optim::Optimizer* optimizer_ = nullptr;
   std::string optimizer_name_;  // adam | adamw | sgd
   double momentum_ = 0;
+  double lr_ = 0;  // the first group's, when tracked and after each step
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   c10d::Reducer* reducer_ = nullptr;
   ReducerOptions reducer_options_;

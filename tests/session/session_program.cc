@@ -12,6 +12,8 @@
 //   rmsprop         Track(an RMSprop optimizer)
 //   recompute-outside  Recompute() outside Backward()
 //   finish-twice    Finish() twice
+//   no-finish OUT   a 2-step loop without Finish(): the session, declared
+//                   first, finishes after the model and optimizer are gone
 //   bad-device      SessionOptions::device "tpu"
 // A misuse exits 4 after printing "usage: <the error>" on standard error.
 #include <cstdio>
@@ -119,6 +121,10 @@ int Run(const std::string& what, int argc, char** argv) {
   }
   if (what == "two-sessions") {
     memprof::Session second;
+    return 0;
+  }
+  if (what == "no-finish") {
+    Train(session, net, optimizer, 2);
     return 0;
   }
   if (what == "finish-twice") {

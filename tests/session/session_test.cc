@@ -76,6 +76,21 @@ TEST_F(SessionTest, ProgramModelStateMeasuredAsPredictedToTheByte) {
       << markdown;
 }
 
+// A program that leaves Finish() to the session's destructor, the session
+// declared first as the header shows: the model and the optimizer are
+// destroyed before it, and it finishes without touching them.
+TEST_F(SessionTest, DestructorFinishesAfterTheProgramsObjectsAreGone) {
+  const CommandResult run = RunProgram("no-finish " + dir_.string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const RankReport report = ReadRankReport(RankReportPath(dir_.string(), 0));
+  EXPECT_EQ(report.steps.size(), 2u);
+  EXPECT_EQ(report.context.config.train.optimizer, "adamw");
+  EXPECT_EQ(report.context.config.train.lr, 1e-3);
+  const int64_t params = 32 * 64 + 64 + 64 + 64 + 64 * 10 + 10;
+  EXPECT_EQ(report.Of(Category::kOptimizerState).peak_bytes, 8 * params);
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "report.md"));
+}
+
 TEST_F(SessionTest, OutOfMemoryIsReportedWhereItHappened) {
   const CommandResult run = RunProgram("oom " + dir_.string());
   ASSERT_EQ(run.exit_code, 3) << run.output;
