@@ -13,6 +13,7 @@
 #include "profiler/base/frozen_parameters.h"
 #include "profiler/cli/config_cli.h"
 #include "profiler/cli/predict_command.h"
+#include "profiler/predict/fit.h"
 #include "profiler/predict/prediction.h"
 #include "tests/input_error_of.h"
 #include "tests/temp_dir.h"
@@ -258,6 +259,22 @@ TEST(FrozenPrediction, AFrozenLinearInsideTrainedLayersKeepsNoInput) {
       Predict(Preset("gpt-tiny", {"--freeze", "h.1.mlp.c_proj"})).table;
   EXPECT_EQ(all.Bytes(RowKind::kSaved) - t.Bytes(RowKind::kSaved),
             4 * 4 * 32 * 4 * 64);  // the gelu output, [B, T, 4d] at B = 4
+}
+
+// fit prices a run with freezing by its smaller model state: gpt-tiny's
+// (20 bytes per parameter, 2.26 MiB) is over 2 MiB; frozen but for its
+// last block it is 1.22 MiB, and micro-batch 3 fits.
+TEST(FrozenPrediction, FitPricesTheSmallerModelState) {
+  const int64_t budget = int64_t{2} << 20;
+  const FitAnswer plain = Fit(Preset("gpt-tiny"), budget, FitDevice{});
+  EXPECT_EQ(plain.verdict, FitVerdict::kModelStateOverflow);
+  const RunConfig config = Preset("gpt-tiny", {"--freeze", "wte,wpe,h.0"});
+  const FitAnswer frozen = Fit(config, budget, FitDevice{});
+  EXPECT_EQ(frozen.model_state_bytes, 4 * 118528 + 16 * 50112);
+  EXPECT_EQ(frozen.verdict, FitVerdict::kActivationOverflow);
+  EXPECT_EQ(frozen.largest_micro_batch, 3);
+  EXPECT_TRUE(Has(FormatFit(frozen, config),
+                  "118,528 parameters: 50,112 trained (20 bytes each"));
 }
 
 TEST(FrozenPrediction, PredictStatesTheSplitAndMarksTheTable) {
