@@ -21,7 +21,7 @@ TEST_P(FrozenRun, TrainedParametersAloneHoldGradientsStateAndBuckets) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ExpectFrozenRunHolds(ReadRankReport(RankReportPath(dir.path(), 0)), c);
   // The console states the split.
-  EXPECT_NE(r.output.find("parameters: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("frozen: "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(" trained (20 bytes each"), std::string::npos)
       << r.output;
 }
