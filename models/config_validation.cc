@@ -6,10 +6,12 @@
 #include <limits>
 #include <string>
 
+#include "models/frozen_rows.h"
 #include "models/resnet_table.h"
 #include "models/size_table.h"
 #include "profiler/base/config_keys.h"
 #include "profiler/base/errors.h"
+#include "profiler/base/frozen_parameters.h"
 
 namespace memprof {
 namespace {
@@ -180,6 +182,60 @@ int64_t LargestCountableWorld(const RunConfig& config) {
                        std::max<int64_t>(1, parameter_bytes)));
 }
 
+namespace {
+
+// train.freeze (Note [Frozen parameters]): each prefix covers a parameter,
+// and at least one parameter is left to train.
+void ValidateFreeze(const RunConfig& c) {
+  const std::vector<std::string> prefixes = FreezePrefixes(c.train.freeze);
+  if (prefixes.empty()) return;
+  const char* const kKey = "train.freeze";
+  if (c.model == "resnet") {
+    throw ConfigError(kKey,
+                      "train.freeze is for mlp, gpt and llama; resnet's "
+                      "frozen activations are not predicted yet: remove it");
+  }
+  if (c.train.activation_checkpointing == "blocks") {
+    throw ConfigError(kKey,
+                      "train.freeze with activation_checkpointing blocks is "
+                      "not predicted yet: set activation_checkpointing = "
+                      "none, or remove train.freeze");
+  }
+  if (c.train.dtype == "bf16-autocast") {
+    throw ConfigError(kKey,
+                      "train.freeze with dtype bf16-autocast is not "
+                      "predicted yet (autocast keeps a frozen weight's copy "
+                      "differently): use float32 or bfloat16, or remove "
+                      "train.freeze");
+  }
+  const SizeTable table = BuildSizeTable(c, 1);
+  for (const std::string& prefix : prefixes) {
+    const bool covers = std::any_of(table.rows.begin(), table.rows.end(),
+                                    [&](const SizeRow& row) {
+                                      return row.kind == RowKind::kParameter &&
+                                             PrefixCovers(prefix, row.name);
+                                    });
+    if (covers) continue;
+    std::string nearest;
+    for (const std::string& name : NearestPrefixes(table, prefix)) {
+      nearest += (nearest.empty() ? "" : ", ") + name;
+    }
+    throw ConfigError(
+        kKey, "train.freeze: '" + prefix + "' names no parameter of this " +
+                  c.model + " (nearest: " + nearest +
+                  "); a prefix matches whole dot-separated parts of the "
+                  "names 'memprof predict --table' lists");
+  }
+  if (table.TrainedElements() == 0) {
+    throw ConfigError(kKey, "train.freeze '" + c.train.freeze +
+                                "' freezes every parameter, leaving nothing "
+                                "to train; leave at least one parameter out "
+                                "(such as the last block)");
+  }
+}
+
+}  // namespace
+
 void ValidateRunConfig(const RunConfig& c) {
   if (c.model == "mlp") {
     RequireSize("mlp.input", c.mlp.input);
@@ -275,6 +331,7 @@ void ValidateRunConfig(const RunConfig& c) {
   }
   if (c.model == "resnet") ValidateResnet(c.resnet, MicroBatch(c));
   RequireCountable(c);
+  ValidateFreeze(c);
 }
 
 }  // namespace memprof

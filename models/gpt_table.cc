@@ -97,9 +97,18 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
   t.Add("ln_f.bias", p, {d}, "[d]", f);
   // The output projection is wte.weight itself (tied): no row of its own.
 
+  // Which gradients need each row: Note [Frozen activations]. The forward
+  // uses the parameters in the order of their rows.
   t.Add("positions", s, {T}, "[T]", Dtype::kInt64);
+  t.NeededWhen("", {"wpe.weight"});
   t.Add("causal mask", s, {T, T}, "[T, T]", Dtype::kBool);
-  if (dropout) t.Add("embedding dropout noise", s, {b, T, d}, "[B, T, d]", f);
+  if (c.layers > 0) {  // kept while some block's scores require grad
+    t.NeededWhen("h." + std::to_string(c.layers - 1) + ".attn.c_attn.bias");
+  }
+  if (dropout) {
+    t.Add("embedding dropout noise", s, {b, T, d}, "[B, T, d]", f);
+    t.NeededWhen("wpe.weight");
+  }
   if (checkpoint_blocks) t.blocks = static_cast<int32_t>(c.layers);
   for (int64_t i = 0; i < c.layers; ++i) {
     const std::string n = "h." + std::to_string(i) + ".";
@@ -107,36 +116,62 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
     // The block's own rows: saved by its forward, or by its rerun.
     const RowKind own =
         checkpoint_blocks ? RowKind::kRecomputed : RowKind::kSaved;
+    // A layer norm keeps its input, mean and rstd while its input or its
+    // own parameters require grad; a matmul keeps its input for its
+    // weight's gradient only; the ops between the matmuls keep theirs
+    // while their input requires grad (Note [Frozen activations]).
     if (checkpoint_blocks) {
       t.Add("h." + std::to_string(i) + " input (kept by the checkpoint)", s,
             {b, T, d}, "[B, T, d]", f);
     } else {
       t.Add(n + "ln_1 input (residual)", s, {b, T, d}, "[B, T, d]", f);
+      t.NeededWhen(n + "ln_1.bias");
     }
     t.Add(n + "ln_1 mean", own, {b, T, 1}, "[B, T, 1]", f);
+    t.NeededWhen(n + "ln_1.bias");
     t.Add(n + "ln_1 rstd", own, {b, T, 1}, "[B, T, 1]", f);
+    t.NeededWhen(n + "ln_1.bias");
     t.Add(n + ln_out(1, "c_attn"), own, {b, T, d}, "[B, T, d]", lo);
+    t.NeededWhen("", {n + "attn.c_attn.weight"});
+    const std::string qkv = n + "attn.c_attn.bias";
     t.Add(n + "attn q copy", own, {b * h, T, hd}, "[B*h, T, d/h]", lo);
+    t.NeededWhen(qkv);
     t.Add(n + "attn k^T copy", own, {b * h, hd, T}, "[B*h, d/h, T]", lo);
+    t.NeededWhen(qkv);
     t.Add(n + "attn softmax output", own, {b, h, T, T}, "[B, h, T, T]", lo);
+    t.NeededWhen(qkv);
     if (dropout) {
       t.Add(n + "attn dropout noise", own, {b, h, T, T}, "[B, h, T, T]", lo);
+      t.NeededWhen(qkv);
       t.Add(n + "attn dropout output", own, {b, h, T, T}, "[B, h, T, T]", lo);
+      t.NeededWhen(qkv);
     }
     t.Add(n + "attn v copy", own, {b * h, T, hd}, "[B*h, T, d/h]", lo);
+    t.NeededWhen(qkv);
     t.Add(n + "attn heads (c_proj input)", own, {b, T, d}, "[B, T, d]", lo);
-    if (dropout)
+    t.NeededWhen("", {n + "attn.c_proj.weight"});
+    if (dropout) {
       t.Add(n + "attn residual dropout noise", own, {b, T, d}, "[B, T, d]", lo);
+      t.NeededWhen(n + "attn.c_proj.bias");
+    }
     t.Add(n + "ln_2 input (residual)", own, {b, T, d}, "[B, T, d]", f);
+    t.NeededWhen(n + "ln_2.bias");
     t.Add(n + "ln_2 mean", own, {b, T, 1}, "[B, T, 1]", f);
+    t.NeededWhen(n + "ln_2.bias");
     t.Add(n + "ln_2 rstd", own, {b, T, 1}, "[B, T, 1]", f);
+    t.NeededWhen(n + "ln_2.bias");
     t.Add(n + ln_out(2, "c_fc"), own, {b, T, d}, "[B, T, d]", lo);
+    t.NeededWhen("", {n + "mlp.c_fc.weight"});
     t.Add(n + "mlp c_fc output (gelu input)", own, {b, T, 4 * d}, "[B, T, 4d]",
           lo);
+    t.NeededWhen(n + "mlp.c_fc.bias");
     t.Add(n + "mlp gelu output (c_proj input)", own, {b, T, 4 * d},
           "[B, T, 4d]", lo);
-    if (dropout)
+    t.NeededWhen("", {n + "mlp.c_proj.weight"});
+    if (dropout) {
       t.Add(n + "mlp residual dropout noise", own, {b, T, d}, "[B, T, d]", lo);
+      t.NeededWhen(n + "mlp.c_proj.bias");
+    }
     if (checkpoint_blocks) {
       t.Add(n + "rerun output", own, {b, T, d}, "[B, T, d]", f);
     }
@@ -162,11 +197,15 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
   // activations]).
   const size_t after_blocks = t.rows.size();
   t.Add("ln_f input (residual)", s, {b, T, d}, "[B, T, d]", f);
+  t.NeededWhen("ln_f.bias");
   if (c.layers > 0)
     t.SetScope(after_blocks, "h." + std::to_string(c.layers - 1));
   t.Add("ln_f mean", s, {b, T, 1}, "[B, T, 1]", f);
+  t.NeededWhen("ln_f.bias");
   t.Add("ln_f rstd", s, {b, T, 1}, "[B, T, 1]", f);
+  t.NeededWhen("ln_f.bias");
   t.Add(ln_out(0, "lm head"), s, {b, T, d}, "[B, T, d]", lo);
+  t.NeededWhen("", {"wte.weight"});
   if (dt.autocast) {
     t.Add("wte.weight's bfloat16 copy (lm head)", RowKind::kWeightCast,
           {d, c.vocab}, "[d, V]", lo);
@@ -204,15 +243,19 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
   // the output projection, waiting in autograd's input buffer, and from
   // the embedding) and their sum, before it is added into wte.grad, with
   // wpe's gradient. Only the rows outside the blocks are still saved then.
+  // With both embeddings frozen this moment does not come.
   const size_t late = t.rows.size();
   for (const char* name : {"wte gradient from the output projection",
                            "wte gradient from the embedding", "their sum"}) {
     t.Add(std::string("embeddings backward: ") + name, RowKind::kWorkspace,
           {c.vocab, d}, "[V, d]", f);
+    t.NeededWhen("", {"wte.weight"});
   }
   t.Add("embeddings backward: wpe gradient", RowKind::kWorkspace, {T, d},
         "[T, d]", f);
+  t.NeededWhen("", {"wpe.weight"});
   t.Add("embeddings backward: loss gradient", RowKind::kWorkspace, {}, "[]", f);
+  t.NeededWhen("", {"wte.weight", "wpe.weight"});
   t.SetBlock(late, SizeRow::kNoBlock);
 
   t.Add("token ids", RowKind::kInput, {b, T}, "[B, T]", Dtype::kInt64);

@@ -127,33 +127,97 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
   if (!c.tie_word_embeddings) t.Add("lm_head.weight", p, {V, d}, "[V, d]", f);
   t.Add("model.rotary_emb.inv_freq", RowKind::kBuffer, {D / 2}, "[D/2]", f);
 
+  // The forward's order of the parameters, and which gradients need each
+  // saved and workspace row (Note [Frozen activations]): a norm keeps its
+  // input and rstd while its input requires grad, its normalized input
+  // for its weight's gradient; a linear keeps its input for its weight's
+  // gradient only.
+  auto linear_params = [&](const std::string& n, const Linear& l) {
+    std::vector<std::string> names = {n + l.name + ".weight"};
+    if (l.bias) names.push_back(n + l.name + ".bias");
+    return names;
+  };
+  t.forward_order.push_back("model.embed_tokens.weight");
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string n = "model.layers." + std::to_string(i) + ".";
+    t.forward_order.push_back(n + "input_layernorm.weight");
+    for (const Linear& l : linears) {
+      if (l.name == std::string("mlp.gate_proj"))
+        t.forward_order.push_back(n + "post_attention_layernorm.weight");
+      for (const std::string& name : linear_params(n, l))
+        t.forward_order.push_back(name);
+    }
+  }
+  t.forward_order.push_back("model.norm.weight");
+  const std::string head =
+      c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+  if (!c.tie_word_embeddings) t.forward_order.push_back(head);
+  // The parameter the forward uses just before `name`.
+  auto before = [&t](const std::string& name) {
+    for (size_t i = 1; i < t.forward_order.size(); ++i) {
+      if (t.forward_order[i] == name) return t.forward_order[i - 1];
+    }
+    return std::string();
+  };
+  // A layer's parameters among its linears' (`from`, `to`: indices into
+  // `linears`, inclusive), and the last of them in the forward.
+  auto params_of = [&](const std::string& n, size_t from, size_t to) {
+    std::vector<std::string> names;
+    for (size_t l = from; l <= to; ++l) {
+      for (const std::string& name : linear_params(n, linears[l]))
+        names.push_back(name);
+    }
+    return names;
+  };
+  const size_t kQ = 0, kV = 2, kGate = 4, kUp = 5, kDown = 6;
+
   t.Add("rotary cos", s, {1, T, D}, "[1, T, D]", f);
+  // Kept while some layer's q or k requires grad: the last layer's does
+  // whenever an earlier one's does.
+  const std::string last_layer =
+      "model.layers." + std::to_string(c.num_hidden_layers - 1) + ".";
+  const std::string rotary_upstream =
+      c.num_hidden_layers > 0 ? last_layer + "input_layernorm.weight" : "";
+  const std::vector<std::string> rotary_params =
+      c.num_hidden_layers > 0 ? params_of(last_layer, kQ, kQ + 1)
+                              : std::vector<std::string>{};
+  if (c.num_hidden_layers > 0) t.NeededWhen(rotary_upstream, rotary_params);
   t.Add("rotary sin", s, {1, T, D}, "[1, T, D]", f);
+  if (c.num_hidden_layers > 0) t.NeededWhen(rotary_upstream, rotary_params);
   // A norm's rows (Note [Llama saved tensors]): its float32 input (unless
   // that is a kept checkpoint input), rstd and normalized input, and what
   // the linears after it keep of its output.
-  auto add_norm = [&](const std::string& name, RowKind kind, bool with_input,
-                      std::initializer_list<const char*> next) {
-    if (with_input) {
-      t.Add(name + (bf16 ? " input's float32 copy" : " input (residual)"), kind,
-            {b, T, d}, "[B, T, d]", f32);
-    }
-    t.Add(name + " rstd", kind, {b, T, 1}, "[B, T, 1]", f32);
-    t.Add(name + " normalized input", kind, {b, T, d}, "[B, T, d]", f);
-    if (dt.autocast) {
-      for (const char* linear : next) {
-        t.Add(name + " output's bfloat16 copy (" + linear + " input)", kind,
-              {b, T, d}, "[B, T, d]", lo);
-      }
-    } else {
-      std::string users;
-      for (const char* linear : next) {
-        users += (users.empty() ? "" : ", ") + std::string(linear);
-      }
-      t.Add(name + " output (" + users + " input)", kind, {b, T, d},
-            "[B, T, d]", f);
-    }
-  };
+  // `next`: each linear after it, with its weight's name.
+  auto add_norm =
+      [&](const std::string& name, RowKind kind, bool with_input,
+          std::initializer_list<std::pair<const char*, std::string>> next) {
+        const std::string weight = name + ".weight";
+        if (with_input) {
+          t.Add(name + (bf16 ? " input's float32 copy" : " input (residual)"),
+                kind, {b, T, d}, "[B, T, d]", f32);
+          t.NeededWhen(before(weight));
+        }
+        t.Add(name + " rstd", kind, {b, T, 1}, "[B, T, 1]", f32);
+        t.NeededWhen(before(weight));
+        t.Add(name + " normalized input", kind, {b, T, d}, "[B, T, d]", f);
+        t.NeededWhen("", {weight});
+        std::string users;
+        std::vector<std::string> weights;
+        for (const auto& [linear, linear_weight] : next) {
+          if (dt.autocast) {
+            t.Add(name + " output's bfloat16 copy (" + linear + " input)", kind,
+                  {b, T, d}, "[B, T, d]", lo);
+            t.NeededWhen("", {linear_weight});
+          }
+          users += (users.empty() ? "" : ", ") + std::string(linear);
+          weights.push_back(linear_weight);
+        }
+        if (!dt.autocast) {
+          t.Add(name + " output (" + users + " input)", kind, {b, T, d},
+                "[B, T, d]", f);
+          t.NeededWhen("", weights);
+        }
+      };
   // Every layer's backward is a predicted moment, checkpointed or not.
   t.blocks = static_cast<int32_t>(c.num_hidden_layers);
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
@@ -166,26 +230,49 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
     }
     // With float32 residuals the kept input is the norm's input itself.
     add_norm(n + "input_layernorm", own, !checkpoint_blocks || bf16,
-             {"q_proj", "k_proj", "v_proj"});
+             {{"q_proj", n + "self_attn.q_proj.weight"},
+              {"k_proj", n + "self_attn.k_proj.weight"},
+              {"v_proj", n + "self_attn.v_proj.weight"}});
+    // The attention keeps q, k, v, its output and log-sum-exp while any of
+    // q, k, v requires grad; o_proj keeps its input for its weight.
+    const std::string in_norm = n + "input_layernorm.weight";
+    const std::vector<std::string> qkv = params_of(n, kQ, kV);
+    std::vector<std::string> qkv_o = qkv;
+    qkv_o.push_back(n + "self_attn.o_proj.weight");
     const std::string a = n + "self_attn ";
     t.Add(
         a + (dt.autocast ? "q after rotary, bfloat16 copy" : "q after rotary"),
         own, {b, H, T, D}, "[B, H, T, D]", lo);
+    t.NeededWhen(in_norm, qkv);
     t.Add(
         a + (dt.autocast ? "k after rotary, bfloat16 copy" : "k after rotary"),
         own, {b, K, T, D}, "[B, K, T, D]", lo);
+    t.NeededWhen(in_norm, qkv);
     t.Add(a + "v (v_proj output)", own, {b, T, kd}, "[B, T, KD]", lo);
+    t.NeededWhen(in_norm, qkv);
     t.Add(a + "attention output (o_proj input)", own, {b, T, hd}, "[B, T, HD]",
           lo);
+    t.NeededWhen(in_norm, qkv_o);
     t.Add(a + "attention log-sum-exp", own, {b, H, T}, "[B, H, T]", f32);
+    t.NeededWhen(in_norm, qkv);
     add_norm(n + "post_attention_layernorm", own, true,
-             {"gate_proj", "up_proj"});
+             {{"gate_proj", n + "mlp.gate_proj.weight"},
+              {"up_proj", n + "mlp.up_proj.weight"}});
+    // silu keeps its input, silu x up each factor for the other's
+    // gradient, down_proj its input for its weight's.
+    const std::string post_norm = n + "post_attention_layernorm.weight";
+    const std::vector<std::string> gate = params_of(n, kGate, kGate);
+    const std::vector<std::string> up = params_of(n, kUp, kUp);
     t.Add(n + "mlp gate_proj output (silu input)", own, {b, T, I}, "[B, T, I]",
           lo);
+    t.NeededWhen(post_norm, gate);
     t.Add(n + "mlp silu output", own, {b, T, I}, "[B, T, I]", lo);
+    t.NeededWhen(post_norm, up);
     t.Add(n + "mlp up_proj output", own, {b, T, I}, "[B, T, I]", lo);
+    t.NeededWhen(post_norm, gate);
     t.Add(n + "mlp silu x up (down_proj input)", own, {b, T, I}, "[B, T, I]",
           lo);
+    t.NeededWhen("", {n + "mlp.down_proj.weight"});
     if (checkpoint_blocks) {
       t.Add(n + "rerun output", own, {b, T, d}, "[B, T, d]", f);
     }
@@ -225,7 +312,7 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
   // Freed by their backward, before any layer's (Note [Checkpointed
   // activations]).
   const size_t after_layers = t.rows.size();
-  add_norm("model.norm", s, true, {"lm_head"});
+  add_norm("model.norm", s, true, {{"lm_head", head}});
   if (!bf16 && c.num_hidden_layers > 0) {  // its input: the last layer's output
     t.rows[after_layers].scope =
         "model.layers." + std::to_string(c.num_hidden_layers - 1);
@@ -259,35 +346,52 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
   for (int32_t i = 0; i < t.blocks; ++i) {
     const std::string n = "model.layers." + std::to_string(i) + " backward: ";
     const auto w = RowKind::kWorkspace;
+    const std::string l = "model.layers." + std::to_string(i) + ".";
+    // The layer's backward runs while its output requires grad.
+    const std::string runs = params_of(l, kDown, kDown).back();
+    const std::string post_norm = l + "post_attention_layernorm.weight";
     const size_t first = t.rows.size();
     t.Add(n + "gradient into the layer", w, {b, T, d}, "[B, T, d]", f);
+    t.NeededWhen(runs);
     if (DtypeBytes(f) * d > DtypeBytes(lo) * b * T) {
       t.Add(n + "down_proj input gradient", w, {b, T, I}, "[B, T, I]", lo);
+      t.NeededWhen(before(l + "mlp.down_proj.weight"));
       t.Add(n + "down_proj weight gradient", w, {d, I}, "[d, I]", f);
+      t.NeededWhen("", {l + "mlp.down_proj.weight"});
     } else {
       t.Add(n + "silu output gradient", w, {b, T, I}, "[B, T, I]", lo);
+      t.NeededWhen(post_norm, params_of(l, kGate, kGate));
       t.Add(n + "up_proj output gradient", w, {b, T, I}, "[B, T, I]", lo);
+      t.NeededWhen(post_norm, params_of(l, kUp, kUp));
     }
     if (c.tie_word_embeddings) {
       t.Add(n + "embed_tokens gradient from lm_head", w, {V, d}, "[V, d]", f);
+      t.NeededWhen("", {"model.embed_tokens.weight"});
     }
     t.Add(n + "loss gradient", w, {}, "[]", f32);
+    t.NeededWhen(runs);
     t.SetBlock(first, i);
   }
   // Late in backward, at the embedding: its gradient [V, d] (with a tied
   // head, also lm_head's, waiting in autograd's input buffer, and their
   // sum).
   const size_t late = t.rows.size();
+  // With the embedding frozen this moment does not come.
+  const std::vector<std::string> embedding = {"model.embed_tokens.weight"};
   if (c.tie_word_embeddings) {
     t.Add("embedding backward: embed_tokens gradient from lm_head",
           RowKind::kWorkspace, {V, d}, "[V, d]", f);
+    t.NeededWhen("", embedding);
     t.Add("embedding backward: their sum", RowKind::kWorkspace, {V, d},
           "[V, d]", f);
+    t.NeededWhen("", embedding);
   }
   t.Add("embedding backward: embed_tokens gradient", RowKind::kWorkspace,
         {V, d}, "[V, d]", f);
+  t.NeededWhen("", embedding);
   t.Add("embedding backward: loss gradient", RowKind::kWorkspace, {}, "[]",
         f32);
+  t.NeededWhen("", embedding);
   t.SetBlock(late, SizeRow::kNoBlock);
 
   t.Add("token ids", RowKind::kInput, {b, T}, "[B, T]", Dtype::kInt64);

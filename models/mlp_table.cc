@@ -52,9 +52,16 @@ SizeTable MlpSizeTable(const MlpConfig& c, int64_t b, Precision precision) {
     t.SetBlock(t.rows.size() - 1, 0);
     if (c.depth > 0) t.SetScope(t.rows.size() - 1, "layers.0");
   }
+  // Each layer's parameters by name (Note [Frozen activations]).
+  auto param = [](int64_t layer, const char* what) {
+    return "layers." + std::to_string(2 * layer) + "." + what;
+  };
   for (int64_t i = 0; i < c.depth; ++i) {
     t.Add("relu " + std::to_string(i) + " output", s, {b, c.hidden}, "[B, H]",
           dt.low);
+    // Kept by the ReLU for its input's gradient, and by the next Linear
+    // for its weight's.
+    t.NeededWhen(param(i, "bias"), {param(i + 1, "weight")});
     t.SetBlock(t.rows.size() - 1, static_cast<int32_t>(2 * i + 1));
     t.SetScope(t.rows.size() - 1, "layers." + std::to_string(2 * i));
   }
@@ -104,25 +111,36 @@ SizeTable MlpSizeTable(const MlpConfig& c, int64_t b, Precision precision) {
     const std::string in_terms = i == 0 ? "I" : "H";
     const auto w = RowKind::kWorkspace;
     const size_t first = t.rows.size();
+    // The layer's backward runs while its output requires grad.
+    const std::string runs = param(i, "bias");
     t.Add(n + "relu output gradient", w, {b, c.hidden}, "[B, H]", dt.low);
+    t.NeededWhen(runs);
     t.Add(n + "relu input gradient", w, {b, c.hidden}, "[B, H]", dt.low);
+    t.NeededWhen(runs);
     // In bfloat16 modes the matmul's gradient is bfloat16; under autocast
     // its float32 copy (what is added into .grad) is made while it lives.
     t.Add(n + "weight gradient", w, {c.hidden, in}, "[H, " + in_terms + "]",
           dt.low);
+    t.NeededWhen("", {param(i, "weight")});
     t.Add(n + "bias gradient", w, {c.hidden}, "[H]", dt.low);
+    t.NeededWhen("", {param(i, "bias")});
     if (dt.autocast) {
       t.Add(n + "weight gradient's float32 copy", w, {c.hidden, in},
             "[H, " + in_terms + "]", dt.state);
+      t.NeededWhen("", {param(i, "weight")});
     }
     t.Add(n + "loss gradient", w, {}, "[]", dt.state);
+    t.NeededWhen(runs);
     t.SetBlock(first, static_cast<int32_t>(2 * i));
     // Relu i's backward, just before: the gradient into it and out of it.
     const std::string r = "relu " + std::to_string(i) + " backward: ";
     const size_t relu = t.rows.size();
     t.Add(r + "output gradient", w, {b, c.hidden}, "[B, H]", dt.low);
+    t.NeededWhen(runs);
     t.Add(r + "input gradient", w, {b, c.hidden}, "[B, H]", dt.low);
+    t.NeededWhen(runs);
     t.Add(r + "loss gradient", w, {}, "[]", dt.state);
+    t.NeededWhen(runs);
     t.SetBlock(relu, static_cast<int32_t>(2 * i + 1));
   }
 

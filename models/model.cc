@@ -5,6 +5,7 @@
 #include "models/mlp.h"
 #include "models/resnet.h"
 #include "profiler/base/errors.h"
+#include "profiler/base/frozen_parameters.h"
 
 namespace memprof {
 
@@ -47,6 +48,11 @@ void TrainableModel::ConvertTo(torch::Dtype dtype) {
 std::unique_ptr<TrainableModel> BuildModel(const RunConfig& config) {
   std::unique_ptr<TrainableModel> model = Build(config);
   if (config.train.dtype == "bfloat16") model->ConvertTo(torch::kBFloat16);
+  // Note [Frozen parameters]
+  const std::vector<std::string> frozen = FreezePrefixes(config.train.freeze);
+  for (auto& item : model->module().named_parameters()) {
+    if (IsFrozen(frozen, item.key())) item.value().set_requires_grad(false);
+  }
   return model;
 }
 

@@ -41,7 +41,8 @@ class TrainableModel {
 };
 
 // Throws ConfigError for an unknown config.model. Under train.dtype =
-// bfloat16 the model is converted (ConvertTo) before it is returned.
+// bfloat16 the model is converted (ConvertTo) before it is returned; the
+// parameters train.freeze covers do not require grad.
 std::unique_ptr<TrainableModel> BuildModel(const RunConfig& config);
 
 }  // namespace memprof

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "models/frozen_rows.h"
+#include "profiler/base/frozen_parameters.h"
 #include "profiler/base/human_bytes.h"
 
 namespace memprof {
@@ -119,6 +121,21 @@ int64_t SizeTable::Elements(RowKind kind) const {
   return n;
 }
 
+int64_t SizeTable::TrainedElements() const {
+  int64_t n = 0;
+  for (const SizeRow& row : rows) {
+    if (row.kind == RowKind::kParameter && !row.frozen)
+      n = CheckedSum(n, row.Elements(), "elements");
+  }
+  return n;
+}
+
+void SizeTable::NeededWhen(std::string upstream,
+                           std::vector<std::string> needed_for) {
+  rows.back().upstream = std::move(upstream);
+  rows.back().needed_for = std::move(needed_for);
+}
+
 int64_t SizeTable::Bytes(RowKind kind) const {
   int64_t n = 0;
   for (const SizeRow& row : rows) {
@@ -138,10 +155,10 @@ void SizeTable::RequireCountable() const {
   }
 }
 
-int64_t SizeTable::LargestParameterBytes() const {
+int64_t SizeTable::LargestParameterBytes(bool trained) const {
   int64_t largest = 0;
   for (const SizeRow& row : rows) {
-    if (row.kind == RowKind::kParameter)
+    if (row.kind == RowKind::kParameter && !(trained && row.frozen))
       largest = std::max(largest, row.Bytes());
   }
   return largest;
@@ -153,7 +170,9 @@ Precision PrecisionOf(const TrainConfig& train) {
   return Precision::kFloat32;
 }
 
-SizeTable BuildSizeTable(const RunConfig& config, int64_t micro_batch) {
+namespace {
+
+SizeTable ModelSizeTable(const RunConfig& config, int64_t micro_batch) {
   const bool checkpoint_blocks =
       config.train.activation_checkpointing == "blocks";
   const Precision precision = PrecisionOf(config.train);
@@ -169,6 +188,15 @@ SizeTable BuildSizeTable(const RunConfig& config, int64_t micro_batch) {
                            precision);
   }
   return MlpSizeTable(config.mlp, micro_batch, precision);
+}
+
+}  // namespace
+
+SizeTable BuildSizeTable(const RunConfig& config, int64_t micro_batch) {
+  SizeTable table = ModelSizeTable(config, micro_batch);
+  const std::vector<std::string> frozen = FreezePrefixes(config.train.freeze);
+  if (!frozen.empty()) ApplyFreezing(frozen, table);
+  return table;
 }
 
 }  // namespace memprof

@@ -101,6 +101,16 @@ struct SizeRow {
   // can differ from `block`: a block's input is saved by that block but
   // allocated by the block before it.
   std::string scope;
+  // kParameter: train.freeze covers it (Note [Frozen parameters] in
+  // profiler/base/frozen_parameters.h): weights only.
+  bool frozen = false;
+  // kSaved and kWorkspace rows (Note [Frozen activations] in
+  // models/frozen_rows.h): the row is there only while autograd needs it,
+  // when a parameter up to `upstream` in the forward
+  // (SizeTable::forward_order) is trained, or one of `needed_for`. Both
+  // empty: whenever anything is trained.
+  std::string upstream;
+  std::vector<std::string> needed_for;
 
   // Both throw SizeOverflow past kMaxCountableBytes.
   int64_t Elements() const;
@@ -122,18 +132,29 @@ struct SizeTable {
   void SetScope(size_t first, const std::string& scope);
   int64_t Elements(RowKind kind) const;
   int64_t Bytes(RowKind kind) const;
+  // Parameter elements that are trained (not SizeRow::frozen).
+  int64_t TrainedElements() const;
+  // The parameters in the order the forward first uses them; empty: the
+  // parameter rows' order (Note [Frozen activations]).
+  std::vector<std::string> forward_order;
+  // The last row added is needed only when a parameter up to `upstream`
+  // in the forward, or one of `needed_for`, is trained (SizeRow::upstream).
+  void NeededWhen(std::string upstream,
+                  std::vector<std::string> needed_for = {});
   // Blocks whose backward is a predicted moment, 0 .. blocks - 1:
   // checkpointed blocks, Llama's layers, or the MLP's hidden layers; 0: none.
   int32_t blocks = 0;
-  // The largest single parameter tensor, in bytes.
-  int64_t LargestParameterBytes() const;
+  // The largest single parameter tensor, in bytes; `trained`: of the
+  // trained ones only.
+  int64_t LargestParameterBytes(bool trained = false) const;
   // Throws SizeOverflow unless 16 times the table's bytes is countable.
   void RequireCountable() const;
 };
 
 // The table of config.model at `micro_batch` samples per rank. Expects a
 // validated config.
-// Checkpointed blocks when config.train.activation_checkpointing is blocks.
+// Checkpointed blocks when config.train.activation_checkpointing is blocks;
+// train.freeze applied (models/frozen_rows.h).
 SizeTable BuildSizeTable(const RunConfig& config, int64_t micro_batch);
 
 SizeTable MlpSizeTable(const MlpConfig& config, int64_t micro_batch,

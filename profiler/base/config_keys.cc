@@ -199,6 +199,13 @@ std::vector<ConfigKey> BuildTable() {
        MEMPROF_FIELD(train.seed),
        {},
        "random seed (rank r draws its data from seed + r)"},
+      {"train.freeze",
+       MEMPROF_FIELD(train.freeze),
+       {},
+       "comma list of parameter-name prefixes to freeze (no gradient, no "
+       "optimizer state, no bucket space): h.0,h.1 freezes every parameter "
+       "named h.0.* or h.1.*; 'memprof predict --table' lists the names",
+       "none"},
       {"ddp.world_size", MEMPROF_FIELD(ddp.world_size), {}, "number of ranks"},
       {"ddp.bucket_cap_mb",
        MEMPROF_FIELD(ddp.bucket_cap_mb),

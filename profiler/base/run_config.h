@@ -78,6 +78,10 @@ struct TrainConfig {
   std::string device = "cpu";  // cpu | cuda (local rank r on cuda:r)
   bool zero_grad_set_to_none = false;
   int64_t seed = 0;  // rank r draws its data from seed + r
+  // Comma list of parameter-name prefixes whose parameters are frozen (no
+  // gradient, no optimizer state, no bucket space); "" freezes none
+  // (profiler/base/frozen_parameters.h).
+  std::string freeze;
 };
 
 struct DdpConfig {

@@ -46,6 +46,7 @@ po::options_description ConfigKeys(RunConfig& c) {
 
 struct Aliases {
   int64_t world_size = 0, micro_batch = 0, global_batch = 0, steps = 0;
+  std::string freeze;
 };
 
 // --config, --hf-config and the short spellings of common keys.
@@ -59,7 +60,9 @@ po::options_description AliasFlags(std::string& config_path, Aliases& a) {
                              "= --ddp.world_size")(
       "micro-batch", po::value(&a.micro_batch), "= --train.micro_batch")(
       "global-batch", po::value(&a.global_batch), "= --train.global_batch")(
-      "steps", po::value(&a.steps), "= --train.steps");
+      "steps", po::value(&a.steps), "= --train.steps")(
+      "freeze", po::value(&a.freeze)->value_name("PREFIXES"),
+      "= --train.freeze");
   return flags;
 }
 
@@ -121,7 +124,8 @@ constexpr std::pair<const char*, const char*> kAliasKeys[] = {
     {"world-size", "ddp.world_size"},
     {"micro-batch", "train.micro_batch"},
     {"global-batch", "train.global_batch"},
-    {"steps", "train.steps"}};
+    {"steps", "train.steps"},
+    {"freeze", "train.freeze"}};
 
 // Adds the keys of the INI file at `path` to `vm` (the command line's
 // values win) and returns its text (Note [Config file text]). InputError
@@ -187,15 +191,16 @@ void ApplyAliases(const Aliases& aliases, const po::variables_map& cli,
                        &config.train.global_batch, &config.train.steps};
   const int64_t values[] = {aliases.world_size, aliases.micro_batch,
                             aliases.global_batch, aliases.steps};
-  for (int i = 0; i < 4; ++i) {
-    const auto [flag, key] = kAliasKeys[i];
-    if (!cli.count(flag)) continue;
-    if (cli.count(key)) {
+  for (const auto& [flag, key] : kAliasKeys) {
+    if (cli.count(flag) && cli.count(key)) {
       throw InputError(std::string("--") + flag + " and --" + key +
                        " both given; use one");
     }
-    *fields[i] = values[i];
   }
+  for (int i = 0; i < 4; ++i) {
+    if (cli.count(kAliasKeys[i].first)) *fields[i] = values[i];
+  }
+  if (cli.count("freeze")) config.train.freeze = aliases.freeze;
 }
 
 // Where each key of `config` came from (RunConfig::origins): a flag (its
@@ -564,7 +569,7 @@ PredictArgs ParsePredictArgs(const std::vector<std::string>& words) {
   flags.add(OutsideAllocatorFlag(outside));
   flags.add_options()("help,h", "print this help")(
       "json", po::bool_switch(&args.json),
-      "print the prediction as JSON (memprof.prediction/1.3)")(
+      "print the prediction as JSON (memprof.prediction/1.4)")(
       "table", po::bool_switch(&args.table),
       "also print the model's size table, one row per tensor");
   po::variables_map cli;

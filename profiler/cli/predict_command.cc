@@ -67,6 +67,13 @@ std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
   const BytesPerParameter per = BytesPerParameterOf(config);
   const std::string e = std::to_string(per.weights);
   const std::string element = per.weights == 2 ? "bf16" : "fp32";
+  // With train.freeze, gradients, state and buckets count the trained
+  // parameters P_t only.
+  const bool frozen = p.trained_parameters < p.parameters;
+  const std::string trained =
+      frozen ? "P_t (P_t = " + GroupedInteger(p.trained_parameters) +
+                   " trained of " + GroupedInteger(p.parameters) + ")"
+             : "P";
   switch (c) {
     case Category::kWeights:
       return e + "P" +
@@ -75,7 +82,8 @@ std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
                                    HumanBytes(p.buffer_bytes) + ")"
                              : "");
     case Category::kGradients:
-      return e + "P: one " + element + " gradient per parameter";
+      return e + trained + ": one " + element + " gradient per " +
+             (frozen ? "trained parameter" : "parameter");
     case Category::kWeightCasts:
       if (per.casts == 0) return "0: no autocast";
       return "2 bytes per element of the weights matmuls and convolutions "
@@ -96,14 +104,14 @@ std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
                GroupedInteger(p.owned_parameters[p.rank]) + " of " +
                GroupedInteger(p.parameters);
       }
-      return sgd ? x + "P: SGD's momentum buffer, x1"
-                 : x + "P: " + config.train.optimizer +
+      return sgd ? x + trained + ": SGD's momentum buffer, x1"
+                 : x + trained + ": " + config.train.optimizer +
                        " exp_avg + exp_avg_sq, x2";
     }
     case Category::kDdpBuckets:
       return config.ddp.gradient_as_bucket_view
                  ? "0: gradient_as_bucket_view, the gradients are the buckets"
-                 : e + "P: Reducer's flat buckets, x1";
+                 : e + trained + ": Reducer's flat buckets, x1";
     case Category::kActivations:
       if (config.train.activation_checkpointing == "blocks") {
         return "checkpointed: " + HumanBytes(t.Bytes(RowKind::kSaved)) +
@@ -179,6 +187,7 @@ Json ToJson(const Prediction& p, const RunConfig& config,
   for (const SizeRow& row : p.table.rows) {
     table.push_back(Json{{"name", row.name},
                          {"kind", KindName(row.kind)},
+                         {"frozen", row.frozen},
                          {"shape", row.shape},
                          {"terms", row.terms},
                          {"dtype", DtypeName(row.dtype)},
@@ -192,6 +201,7 @@ Json ToJson(const Prediction& p, const RunConfig& config,
       {"rank", p.rank},
       {"micro_batch", p.micro_batch},
       {"parameters", p.parameters},
+      {"trained_parameters", p.trained_parameters},
       {"buffer_bytes", p.buffer_bytes},
       {"categories", categories},
       {"peak", MomentJson(p.Peak())},
@@ -261,13 +271,22 @@ std::string FormatPrediction(const Prediction& p, const RunConfig& config,
   std::snprintf(per_param, sizeof per_param, "%.2f",
                 p.model_state_bytes_per_parameter);
   const BytesPerParameter per = BytesPerParameterOf(config);
-  out << "model state: " << per_param << " bytes per parameter per rank ("
-      << BytesPerParameterNote(config) << "; weights " << per.weights
-      << " + gradients " << per.gradients << " + optimizer "
-      << (p.parameters ? adam / p.parameters : 0) << " = "
-      << HumanBytes(replicated) << "; DDP buckets "
-      << (p.parameters ? buckets / p.parameters : 0) << " = "
-      << HumanBytes(buckets) << "): " << HumanBytes(state);
+  const std::string split =
+      TrainedFrozenSentence(p.parameters, p.trained_parameters, config,
+                            p.bytes[Index(Category::kDdpBuckets)] > 0);
+  out << "model state: " << per_param << " bytes per parameter per rank (";
+  if (split.empty()) {
+    out << BytesPerParameterNote(config) << "; weights " << per.weights
+        << " + gradients " << per.gradients << " + optimizer "
+        << (p.parameters ? adam / p.parameters : 0) << " = "
+        << HumanBytes(replicated) << "; DDP buckets "
+        << (p.parameters ? buckets / p.parameters : 0) << " = "
+        << HumanBytes(buckets);
+  } else {
+    out << split << ": " << HumanBytes(replicated) << " + DDP buckets "
+        << HumanBytes(buckets);
+  }
+  out << "): " << HumanBytes(state);
   if (zero1) {
     out << " on rank " << p.rank
         << ": ZeRO-1 gives each rank one partition of the optimizer state "
@@ -339,8 +358,9 @@ std::string FormatSizeTable(const SizeTable& table) {
                   {"dtype", Align::kLeft},
                   {"bytes", Align::kRight}});
   for (const SizeRow& row : table.rows) {
-    text.AddRow({row.name, KindName(row.kind), row.terms, DtypeName(row.dtype),
-                 GroupedInteger(row.Bytes())});
+    text.AddRow({row.name,
+                 row.frozen ? "parameter, frozen" : KindName(row.kind),
+                 row.terms, DtypeName(row.dtype), GroupedInteger(row.Bytes())});
   }
   return "size table (" + table.symbols + ")\n" + text.Render();
 }

@@ -1,6 +1,6 @@
 // `memprof predict`: the per-rank prediction of a config (its busiest rank,
 // which differs from the others only under ZeRO-1), printed as a table with
-// the formula behind each figure, or as JSON (memprof.prediction/1.3).
+// the formula behind each figure, or as JSON (memprof.prediction/1.4).
 // Builds no model and allocates no tensor.
 #pragma once
 

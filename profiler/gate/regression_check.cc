@@ -32,6 +32,7 @@ const std::map<std::string, Json>& KeysAddedLater() {
       {"ddp.zero_stage", 0},                       // memprof.rank/1.3
       {"train.momentum", 0.0},                     // memprof.rank/1.5
       {"train.activation_checkpointing", "none"},  // memprof.rank/1.5
+      {"train.freeze", ""},                        // memprof.rank/1.11
   };
   return keys;
 }

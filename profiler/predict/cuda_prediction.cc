@@ -8,10 +8,14 @@ namespace {
 
 class Sequence {
  public:
-  std::vector<uint64_t> AllocRows(const SizeTable& table, RowKind kind) {
+  // `trained_only`: of kParameter rows, the trained ones (a gradient
+  // each; Note [Frozen parameters]).
+  std::vector<uint64_t> AllocRows(const SizeTable& table, RowKind kind,
+                                  bool trained_only = false) {
     std::vector<uint64_t> blocks;
     for (const SizeRow& row : table.rows) {
       if (row.kind != kind || row.Bytes() == 0) continue;
+      if (trained_only && row.frozen) continue;
       blocks.push_back(Alloc(row.Bytes()));
     }
     return blocks;
@@ -44,13 +48,15 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
   const bool adam = config.train.optimizer != "sgd";
   // With gradient_as_bucket_view the gradients are views of the buckets.
   const bool own_gradients = !config.ddp.gradient_as_bucket_view;
-  const int64_t param_bytes = table.Bytes(RowKind::kParameter);
-  // The parameter rows whose optimizer state this rank holds: all, or its
-  // ZeRO-1 partition (p.owners, by parameter row).
+  // The trained parameter rows (Note [Frozen parameters]): step 1's one
+  // bucket, and those whose optimizer state this rank holds: all, or its
+  // ZeRO-1 partition (p.owners, by trained parameter row).
+  int64_t param_bytes = 0;
   std::vector<int64_t> owned;
   int64_t largest = 0;
   for (const SizeRow& row : table.rows) {
-    if (row.kind != RowKind::kParameter) continue;
+    if (row.kind != RowKind::kParameter || row.frozen) continue;
+    param_bytes += row.Bytes();
     const size_t i = owned.size();
     owned.push_back(p.owners.empty() || p.owners[i] == p.rank ? row.Bytes()
                                                               : 0);
@@ -101,7 +107,8 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
     const std::vector<uint64_t> workspace =
         s.AllocRowsOf(table, RowKind::kWorkspace, is(SizeRow::kEveryBlock));
     if (step == 1 && own_gradients) {
-      gradients = s.AllocRows(table, RowKind::kParameter);
+      gradients =
+          s.AllocRows(table, RowKind::kParameter, /*trained_only=*/true);
     }
     early_backward = s.model().now();
     s.Free(saved.head);

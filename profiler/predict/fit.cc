@@ -262,6 +262,8 @@ FitAnswer ProgramFit(const Prediction& prediction, const RunConfig& config,
   a.world_size = config.ddp.world_size;
   a.micro_batch = std::max<int64_t>(1, MicroBatch(config));
   a.model_state_bytes = ModelStateBytes(prediction.bytes);
+  a.parameters = prediction.parameters;
+  a.trained_parameters = prediction.trained_parameters;
   a.peak_bytes = a.model_state_bytes;
   a.requested_peak_bytes = a.model_state_bytes;
   a.zero = prediction.zero;
@@ -284,6 +286,8 @@ FitAnswer Fit(const RunConfig& config, int64_t budget_bytes,
   a.gpu_bytes = a.reserved_bytes + device.outside_allocator_bytes;
   a.peak_bytes = device.gpu ? a.gpu_bytes : a.requested_peak_bytes;
   a.model_state_bytes = ModelStateBytes(requested.bytes);
+  a.parameters = requested.parameters;
+  a.trained_parameters = requested.trained_parameters;
   a.zero = requested.zero;
   const RunConfig at1 = AtMicroBatch(config, 1);
   const Prediction one = PredictBusiestRank(at1);
@@ -460,6 +464,11 @@ std::string FormatFit(const FitAnswer& a, const RunConfig& config) {
   out << "model state per rank (weights + gradients + optimizer state + DDP "
          "buckets; "
       << BytesPerParameterNote(config)
+      << (a.trained_parameters < a.parameters
+              ? "; " + TrainedFrozenSentence(
+                           a.parameters, a.trained_parameters, config,
+                           BytesPerParameterOf(config).buckets > 0)
+              : "")
       << "): " << HumanBytes(a.model_state_bytes)
       << (config.ddp.zero_stage == 1
               ? " on the busiest rank, its optimizer state its ZeRO-1 "

@@ -106,6 +106,9 @@ struct FitAnswer {
   // weights + gradients + optimizer + buckets (requested bytes, on a GPU
   // each rounded), plus the outside allowance on a GPU.
   int64_t model_state_bytes = 0;
+  // Parameter elements, and those trained (not frozen by train.freeze).
+  int64_t parameters = 0;
+  int64_t trained_parameters = 0;
   int64_t peak1_bytes = 0;          // at micro-batch 1
   int64_t largest_micro_batch = 0;  // 0: not even 1 fits
   int64_t largest_peak_bytes = 0;

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "profiler/base/cuda_allocator_model.h"
+#include "profiler/base/human_bytes.h"
 #include "profiler/base/zero_partition.h"
 
 namespace memprof {
@@ -33,6 +34,15 @@ class Sizes {
     int64_t sum = 0;
     for (const SizeRow& row : table_.rows) {
       if (row.kind == kind) sum += Of(row.Bytes());
+    }
+    return sum;
+  }
+  // The trained parameters (Note [Frozen parameters]).
+  int64_t Trained() const {
+    int64_t sum = 0;
+    for (const SizeRow& row : table_.rows) {
+      if (row.kind == RowKind::kParameter && !row.frozen)
+        sum += Of(row.Bytes());
     }
     return sum;
   }
@@ -106,8 +116,9 @@ PredictedMoment MomentOf(Phase phase, std::string what, const Breakdown& state,
 
 }  // namespace
 
-// As the Reducer's rebuild: parameters in reverse order (gradients become
-// ready roughly so), a bucket closing once it holds at least its cap.
+// As the Reducer's rebuild: trained parameters in reverse order (gradients
+// become ready roughly so), a bucket closing once it holds at least its
+// cap.
 std::vector<int64_t> RebuiltBuckets(const SizeTable& table,
                                     const RunConfig& config) {
   constexpr int64_t kFirstBucketBytes = 1 << 20;
@@ -115,7 +126,7 @@ std::vector<int64_t> RebuiltBuckets(const SizeTable& table,
   std::vector<int64_t> buckets;
   int64_t open = 0;
   for (auto row = table.rows.rbegin(); row != table.rows.rend(); ++row) {
-    if (row->kind != RowKind::kParameter) continue;
+    if (row->kind != RowKind::kParameter || row->frozen) continue;
     open += row->Bytes();
     const int64_t limit =
         buckets.empty() ? std::min(kFirstBucketBytes, cap) : cap;
@@ -144,18 +155,21 @@ Prediction PredictFromTable(const RunConfig& config, SizeTable table,
   const SizeTable& t = p.table;
   const Sizes sizes(t, config.train.device == "cuda");
   p.parameters = t.Elements(RowKind::kParameter);
+  p.trained_parameters = t.TrainedElements();
   p.buffer_bytes = sizes.Sum(RowKind::kBuffer);
   const int64_t param_bytes = sizes.Sum(RowKind::kParameter);
+  // Gradients, optimizer state and buckets are the trained parameters'.
+  const int64_t trained_bytes = sizes.Trained();
 
-  // The parameters whose optimizer state this rank holds: all of them, or
-  // its partition under ZeRO-1 (the state's bytes and the largest owned
-  // parameter, which sizes Adam's workspace).
-  int64_t owned_bytes = param_bytes;
-  int64_t largest_owned = t.LargestParameterBytes();
+  // The trained parameters whose optimizer state this rank holds: all of
+  // them, or its partition under ZeRO-1 (the state's bytes and the largest
+  // owned parameter, which sizes Adam's workspace).
+  int64_t owned_bytes = trained_bytes;
+  int64_t largest_owned = t.LargestParameterBytes(/*trained=*/true);
   if (config.ddp.zero_stage == 1) {
     std::vector<int64_t> row_bytes, row_elements;
     for (const SizeRow& row : t.rows) {
-      if (row.kind != RowKind::kParameter) continue;
+      if (row.kind != RowKind::kParameter || row.frozen) continue;
       row_bytes.push_back(row.Bytes());
       row_elements.push_back(row.Elements());
     }
@@ -173,7 +187,7 @@ Prediction PredictFromTable(const RunConfig& config, SizeTable table,
 
   Breakdown state{};  // live through the whole step
   state[Index(Category::kWeights)] = param_bytes + p.buffer_bytes;
-  state[Index(Category::kGradients)] = param_bytes;
+  state[Index(Category::kGradients)] = trained_bytes;
   state[Index(Category::kOptimizerState)] =
       OptimizerStateMultiplier(config.train) * owned_bytes;
   // The buckets: the parameters' bytes, split into the rebuilt buckets (on
@@ -214,7 +228,7 @@ Prediction PredictFromTable(const RunConfig& config, SizeTable table,
   const int64_t w = state[Index(Category::kWeights)];
   const int64_t g = state[Index(Category::kGradients)];
   // Priced from full replication, whatever this run's stage.
-  const int64_t o = OptimizerStateMultiplier(config.train) * param_bytes;
+  const int64_t o = OptimizerStateMultiplier(config.train) * trained_bytes;
   p.zero.plain_bytes = w + g + o;
   p.zero.stage1_bytes = w + g + shard(o);
   p.zero.stage2_bytes = w + shard(g) + shard(o);
@@ -321,6 +335,23 @@ std::string BytesPerParameterNote(const RunConfig& config) {
         "copies in forward and backward (weight_casts)";
   }
   return note;
+}
+
+std::string TrainedFrozenSentence(int64_t parameters, int64_t trained,
+                                  const RunConfig& config, bool buckets) {
+  if (trained >= parameters) return "";
+  BytesPerParameter b = BytesPerParameterOf(config);
+  if (!buckets) b.buckets = 0;
+  std::string each = std::to_string(b.State()) + " bytes each: weights " +
+                     std::to_string(b.weights) + " + gradients " +
+                     std::to_string(b.gradients) + " + optimizer " +
+                     std::to_string(b.optimizer);
+  if (b.buckets > 0) each += " + DDP buckets " + std::to_string(b.buckets);
+  if (config.ddp.zero_stage == 1) each += ", before ZeRO-1's partition";
+  return GroupedInteger(parameters) +
+         " parameters: " + GroupedInteger(trained) + " trained (" + each +
+         "), " + GroupedInteger(parameters - trained) + " frozen (" +
+         std::to_string(b.weights) + " bytes each: the weight alone)";
 }
 
 const char* ComparedFigure(Category category) {

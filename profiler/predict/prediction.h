@@ -37,7 +37,10 @@ struct ZeroPricing {
 };
 
 struct Prediction {
-  int64_t parameters = 0;    // P, parameter elements
+  int64_t parameters = 0;  // P, parameter elements
+  // Those not frozen (Note [Frozen parameters]): the ones with gradients,
+  // optimizer state and bucket space.
+  int64_t trained_parameters = 0;
   int64_t buffer_bytes = 0;  // module buffers, a sub-figure of weights
   int64_t micro_batch = 0;
   int64_t world_size = 1;
@@ -93,8 +96,8 @@ Prediction PredictFromTable(const RunConfig& config, SizeTable table,
 Prediction PredictBusiestRank(const RunConfig& config);
 
 // The DDP buckets' bytes after the Reducer's rebuild (step 2 on): the
-// parameters in reverse order, a bucket closing once it holds at least its
-// cap (1 MiB for the first, bucket_cap_mb after).
+// trained parameters in reverse order, a bucket closing once it holds at least
+// its cap (1 MiB for the first, bucket_cap_mb after).
 std::vector<int64_t> RebuiltBuckets(const SizeTable& table,
                                     const RunConfig& config);
 
@@ -118,6 +121,14 @@ BytesPerParameter BytesPerParameterOf(const RunConfig& config);
 // and gradients, 8 for the moments, 4 for DDP buckets unless
 // gradient_as_bucket_view", with the weight copies' 2 under autocast.
 std::string BytesPerParameterNote(const RunConfig& config);
+
+// With frozen parameters (trained < parameters), the split every output
+// states: "11,082 parameters: 4,810 trained (20 bytes each: weights 4 +
+// gradients 4 + optimizer 8 + DDP buckets 4), 6,272 frozen (4 bytes each:
+// the weight alone)"; "" when every parameter is trained. `buckets`: the
+// run has DDP buckets (a program without a tracked Reducer has none).
+std::string TrainedFrozenSentence(int64_t parameters, int64_t trained,
+                                  const RunConfig& config, bool buckets);
 
 // The rank-report figure a category's prediction is compared with:
 // "peak_bytes", or "measured_bytes" for temporaries (whose own maximum can

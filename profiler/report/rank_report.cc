@@ -305,6 +305,8 @@ Json ToJson(const RankReport& r, bool with_steps) {
       {"post_mortem", PostMortemJson(r.post_mortem)},
       {"parameters", r.parameters},
       {"predicted_parameters", r.predicted_parameters},
+      {"trained_parameters", r.trained_parameters},
+      {"predicted_trained_parameters", r.predicted_trained_parameters},
       {"micro_batch", r.micro_batch},
       {"categories", CategoriesJson(r)},
       {"peak", peak},

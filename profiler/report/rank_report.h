@@ -225,6 +225,11 @@ struct RankReport {
   std::optional<PostMortemFigures> post_mortem;
   int64_t parameters = 0;  // parameter elements (P), counted on the module
   int64_t predicted_parameters = 0;  // from the size table
+  // Those that require grad (not frozen: Note [Frozen parameters]), on the
+  // module and in the size table; equal to the two above when none is
+  // frozen.
+  int64_t trained_parameters = 0;
+  int64_t predicted_trained_parameters = 0;
   int64_t micro_batch = 0;
   std::array<CategoryFigures, kNumCategories> categories{};
   int64_t buffers_bytes = 0;  // module buffers, a sub-figure of weights

@@ -35,6 +35,14 @@ class RankReportReader {
     }
     out.parameters = r_.Bytes(doc, "", "parameters");
     out.predicted_parameters = r_.Bytes(doc, "", "predicted_parameters");
+    // Since memprof.rank/1.11; before it every parameter was trained.
+    out.trained_parameters = doc.contains("trained_parameters")
+                                 ? r_.Bytes(doc, "", "trained_parameters")
+                                 : out.parameters;
+    out.predicted_trained_parameters =
+        doc.contains("predicted_trained_parameters")
+            ? r_.Bytes(doc, "", "predicted_trained_parameters")
+            : out.predicted_parameters;
     out.micro_batch = r_.Bytes(doc, "", "micro_batch");
     Categories(r_.Object(doc, "", "categories"), out);
     Peaks(doc, out);
@@ -230,6 +238,9 @@ RunConfig RankReportReader::Config(const Json& c,
   config.train.seed = r_.Integer(t, train_where, "seed", 0, kMaxInt64);
   if (t.contains("device")) {  // since memprof.rank/1.2
     config.train.device = r_.String(t, train_where, "device");
+  }
+  if (t.contains("freeze")) {  // since memprof.rank/1.11
+    config.train.freeze = r_.String(t, train_where, "freeze");
   }
   const std::string ddp_where = JsonPath(where, "ddp");
   const Json& d = r_.Object(c, where, "ddp");

@@ -236,6 +236,11 @@ ReportTable CategoriesTable(const RunView& view) {
       BytesPerParameterNote(first.context.config) +
       "). Model state does not shrink with more ranks; only activations "
       "follow the per-rank micro-batch.");
+  const std::string split = TrainedFrozenSentence(
+      first.parameters, first.trained_parameters, first.context.config,
+      first.Of(Category::kDdpBuckets).predicted_bytes > 0);
+  if (!split.empty())
+    table.notes.push_back("Frozen parameters: " + split + ".");
   return table;
 }
 

@@ -326,6 +326,10 @@ std::string FormatSummaryTable(const std::vector<RankReport>& ranks) {
   for (const RedundancyFigures& entry : first.redundancy) {
     out << "redundancy: " << RedundancySentence(entry, world) << "\n";
   }
+  const std::string split = TrainedFrozenSentence(
+      first.parameters, first.trained_parameters, first.context.config,
+      first.Of(Category::kDdpBuckets).predicted_bytes > 0);
+  if (!split.empty()) out << "frozen: " << split << "\n";
   if (first.zero) out << ZeroSentence(ranks) << "\n";
   if (first.checkpointing) out << CheckpointingSentence(ranks) << "\n";
   if (first.cuda_replay) {

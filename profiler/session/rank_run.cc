@@ -178,6 +178,8 @@ RankReport ReportOf(const RankRun& run) {
   r.context.session_start_unix_us = run.capture.begin_unix_us;
   r.parameters = run.parameters;
   r.predicted_parameters = run.prediction.parameters;
+  r.trained_parameters = run.trained_parameters;
+  r.predicted_trained_parameters = run.prediction.trained_parameters;
   r.micro_batch = run.micro_batch;
   for (Category c : kAllCategories) {
     const int i = Index(c);
@@ -241,6 +243,7 @@ RankReport RecoverRankReport(const std::string& capture_path,
     run.prediction = Predict(run.config, run.rank);
   }
   run.parameters = run.prediction.parameters;
+  run.trained_parameters = run.prediction.trained_parameters;
   CudaReplaySink replay;
   run.analysis = Analyze(run.capture, AnalysisOptions{}, {&replay});
   run.cuda_replay = replay.Result();

@@ -38,7 +38,8 @@ struct RankRun {
   std::string backend = "gloo";
   bool hooked = true;  // false: --no-hook, no memory figures
   RunConfig config;
-  int64_t parameters = 0;  // number of parameter elements (P)
+  int64_t parameters = 0;          // number of parameter elements (P)
+  int64_t trained_parameters = 0;  // of them, those that require grad
   int64_t micro_batch = 0;
   Capture capture;  // what Analysis was computed from
   Analysis analysis;

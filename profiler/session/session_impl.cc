@@ -657,15 +657,19 @@ RunConfig SessionImpl::ProgramConfig() const {
 }
 
 // A program's prediction: its model state from the tracked parameters and
-// buffers (one size-table row each) and the optimizer; no buckets without
-// a tracked Reducer; activations, inputs and temporaries are measured only
-// (predicted 0: the reports show no error percentage for them).
+// buffers (one size-table row each) and the optimizer, a parameter that
+// does not require grad frozen (no gradient, state or bucket space); no
+// buckets without a tracked Reducer; activations, inputs and temporaries are
+// measured only (predicted 0: the reports show no error percentage for them).
 Prediction SessionImpl::PredictRun() const {
   SizeTable table;
   table.symbols = "the program's tracked parameters and buffers";
   for (size_t i = 0; i < params_.size(); ++i) {
     table.Add(param_names_[i], RowKind::kParameter, params_[i].sizes().vec(),
               "", RowDtypeOf(params_[i], param_names_[i]));
+    // No gradient, optimizer state or bucket space (Note [Frozen
+    // parameters]).
+    table.rows.back().frozen = !params_[i].requires_grad();
   }
   for (size_t i = 0; i < buffers_.size(); ++i) {
     table.Add(buffer_names_[i], RowKind::kBuffer, buffers_[i].sizes().vec(), "",
@@ -696,7 +700,11 @@ RankRun SessionImpl::FinishRun() {
   if (tracker_.out_of_memory().seq >= 0) ResolveModelState();
   Mark(Phase::kIdle);
   run_.parameters = 0;
-  for (const torch::Tensor& p : params_) run_.parameters += p.numel();
+  run_.trained_parameters = 0;
+  for (const torch::Tensor& p : params_) {
+    run_.parameters += p.numel();
+    if (p.requires_grad()) run_.trained_parameters += p.numel();
+  }
   if (!setup_.config) {
     run_.config = ProgramConfig();
     run_.context.config = run_.config;

@@ -317,23 +317,30 @@ DdpEngine::DdpEngine(ProcessGroup& group, const DdpConfig& config,
     c10d::broadcast_coalesced(pg, params, kBroadcastBucketBytes, /*rank=*/0);
   }
   Settle(pg);
+  // As DistributedDataParallel: the Reducer holds the parameters that
+  // require grad (Note [Frozen parameters]); frozen ones take no bucket
+  // space.
+  std::vector<torch::Tensor> trained;
+  for (const torch::Tensor& p : params) {
+    if (p.requires_grad()) trained.push_back(p);
+  }
   const int64_t cap_bytes =
       static_cast<int64_t>(config.bucket_cap_mb * 1024 * 1024);
-  const std::vector<bool> sparse(params.size(), false);
+  const std::vector<bool> sparse(trained.size(), false);
   // As DistributedDataParallel without find_unused_parameters: one bucket
   // for step 1, whose gradient order is not known yet; the Reducer
   // rebuilds the buckets in step 2, in the order gradients became ready,
   // with a small first bucket and bucket_cap_mb for the rest.
   std::vector<std::vector<size_t>> buckets;
   std::tie(buckets, std::ignore) = c10d::compute_bucket_assignment_by_size(
-      params, {std::numeric_limits<size_t>::max()}, sparse);
+      trained, {std::numeric_limits<size_t>::max()}, sparse);
   std::unordered_map<size_t, std::string> names;
   // The Reducer talks to the real group through a timer (Note
   // [Communication time]).
   const c10::intrusive_ptr<c10d::ProcessGroup> timed =
       c10::make_intrusive<TimedProcessGroup>(pg, impl_->comm);
   impl_->reducer = std::make_shared<c10d::Reducer>(
-      params, buckets, timed, sparse, cap_bytes,
+      trained, buckets, timed, sparse, cap_bytes,
       /*find_unused_parameters=*/false, config.gradient_as_bucket_view, names,
       /*first_bucket_bytes_cap=*/std::min(kFirstBucketBytes, cap_bytes),
       /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false,

@@ -69,7 +69,8 @@ class ProcessGroup {
 class DdpEngine {
  public:
   // Broadcasts `params` from rank 0, assigns buckets (bucket_cap_mb, with
-  // PyTorch's 1 MiB first bucket) and builds the Reducer.
+  // PyTorch's 1 MiB first bucket) and builds the Reducer over those that
+  // require grad.
   DdpEngine(ProcessGroup& group, const DdpConfig& config,
             const std::vector<torch::Tensor>& params);
   ~DdpEngine();

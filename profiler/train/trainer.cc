@@ -98,6 +98,11 @@ class RankTrainer final : public RecomputeObserver, public ScopeObserver {
     model_ = BuildModel(config_);
     if (device_.is_cuda()) model_->module().to(device_);
     params_ = model_->module().parameters();
+    // The ones the optimizer, the Reducer and ZeRO-1 see (Note [Frozen
+    // parameters]).
+    for (const torch::Tensor& p : params_) {
+      if (p.requires_grad()) trained_.push_back(p);
+    }
     session_.Track(model_->module());
     if (autocast_.enabled) {
       weight_casts_ = std::make_unique<WeightCastObserver>(params_);
@@ -155,35 +160,35 @@ class RankTrainer final : public RecomputeObserver, public ScopeObserver {
     group_.Settle();
   }
 
-  // ZeRO-1: the parameters whose optimizer state this rank keeps (Note
-  // [ZeRO-1 partition]); every parameter at stage 0.
+  // ZeRO-1: the trained parameters whose optimizer state this rank keeps
+  // (Note [ZeRO-1 partition]); every trained parameter at stage 0.
   std::vector<torch::Tensor> OptimizedParameters() {
-    if (config_.ddp.zero_stage != 1) return params_;
+    if (config_.ddp.zero_stage != 1) return trained_;
     RankRun& run = session_.impl().run();
     std::vector<int64_t> bytes;
-    for (const torch::Tensor& p : params_) bytes.push_back(p.nbytes());
+    for (const torch::Tensor& p : trained_) bytes.push_back(p.nbytes());
     run.zero_owners = PartitionParameters(bytes, group_.size());
     std::vector<int64_t> elements;
-    for (const torch::Tensor& p : params_) elements.push_back(p.numel());
+    for (const torch::Tensor& p : trained_) elements.push_back(p.numel());
     run.zero_partition = OwnedBytes(elements, run.zero_owners, group_.size());
     std::vector<torch::Tensor> owned;
-    for (size_t i = 0; i < params_.size(); ++i) {
-      if (run.zero_owners[i] == group_.rank()) owned.push_back(params_[i]);
+    for (size_t i = 0; i < trained_.size(); ++i) {
+      if (run.zero_owners[i] == group_.rank()) owned.push_back(trained_[i]);
     }
     return owned;
   }
 
   // Collective: the parameters each rank's optimizer really holds state
-  // for (by position in parameters()), gathered; true when together they
-  // are every parameter exactly once.
+  // for (by position among the trained parameters), gathered; true when
+  // together they are every trained parameter exactly once.
   bool ShardsCoverOnce() {
     std::string mine;
     for (const torch::Tensor& held : OptimizerStateOwners()) {
-      for (size_t i = 0; i < params_.size(); ++i) {
-        if (params_[i].is_same(held)) mine += std::to_string(i) + ",";
+      for (size_t i = 0; i < trained_.size(); ++i) {
+        if (trained_[i].is_same(held)) mine += std::to_string(i) + ",";
       }
     }
-    std::vector<int> times(params_.size(), 0);
+    std::vector<int> times(trained_.size(), 0);
     for (const std::string& list : group_.AllGather(mine)) {
       size_t from = 0;
       for (size_t comma; (comma = list.find(',', from)) != std::string::npos;
@@ -264,7 +269,7 @@ class RankTrainer final : public RecomputeObserver, public ScopeObserver {
       optimizer_->step();
       const std::vector<int>& owners = session_.impl().run().zero_owners;
       if (!owners.empty()) {
-        exchange_seconds_ = ddp_->ExchangeParameters(params_, owners);
+        exchange_seconds_ = ddp_->ExchangeParameters(trained_, owners);
       }
     }
     {
@@ -285,6 +290,7 @@ class RankTrainer final : public RecomputeObserver, public ScopeObserver {
   std::vector<Session::NamedScope> scopes_;  // open, innermost last
   std::unique_ptr<TrainableModel> model_;
   std::vector<torch::Tensor> params_;
+  std::vector<torch::Tensor> trained_;  // params_ that require grad
   std::unique_ptr<DdpEngine> ddp_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<WeightCastObserver> weight_casts_;  // bf16-autocast only

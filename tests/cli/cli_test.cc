@@ -360,7 +360,7 @@ TEST_F(CliTest, PredictPrintsTheTableWithoutTrainingAndJsonOnRequest) {
   r = RunMemprof("predict --config " + config + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto json = nlohmann::json::parse(r.output);
-  EXPECT_EQ(json["schema"], "memprof.prediction/1.3");
+  EXPECT_EQ(json["schema"], "memprof.prediction/1.4");
   EXPECT_EQ(json["categories"]["optimizer_state"]["predicted_bytes"],
             8 * 1315723264LL);
   r = RunMemprof("predict --config " + config + " --table");

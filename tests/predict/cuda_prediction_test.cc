@@ -54,8 +54,14 @@ TEST(CudaPrediction, RequestsAtThePeakAreThePredictedPeak) {
            {"llama-tiny",
             {"--train.dtype", "bf16-autocast",
              "--train.activation_checkpointing", "blocks"}},
-           {"llama-odd",
-            {"--train.dtype", "bfloat16", "--micro-batch", "5"}}}) {
+           {"llama-odd", {"--train.dtype", "bfloat16", "--micro-batch", "5"}},
+           // Frozen parameters: no gradient, state or bucket blocks.
+           {"mlp-tiny", {"--freeze", "layers.0,layers.2"}},
+           {"gpt-tiny", {"--freeze", "wte,wpe,h.0"}},
+           {"gpt-tiny",
+            {"--freeze", "wte,wpe,h.0", "--world-size", "2", "--ddp.zero_stage",
+             "1"}},
+           {"llama-tiny", {"--freeze", "model.embed_tokens,model.layers.0"}}}) {
     const RunConfig config = Preset(name, extra);
     const Prediction p = Predict(config);
     const CudaPrediction cuda = PredictOnCuda(p, config);

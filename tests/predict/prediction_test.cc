@@ -290,7 +290,7 @@ TEST(Prediction, PredictStatesTwentyOneGigabytesForTheOnePointThreeBillionGpt) {
             std::string::npos);
   EXPECT_NE(text.find("the 8 ranks hold 8 copies"), std::string::npos);
   const auto json = ToJson(p, config);
-  EXPECT_EQ(json["schema"], "memprof.prediction/1.3");
+  EXPECT_EQ(json["schema"], "memprof.prediction/1.4");
   EXPECT_EQ(json["cuda"]["requested_bytes"].get<int64_t>(), p.Peak().Total());
   EXPECT_GE(json["cuda"]["reserved_bytes"].get<int64_t>(),
             json["cuda"]["allocated_bytes"].get<int64_t>());

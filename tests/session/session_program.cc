@@ -1,6 +1,8 @@
 // A program of a user's kind for the session tests: its own model and loop,
 // memprof through <memprof/memprof.h> alone. argv[1] names what it does:
 //   train OUT       a 4-step loop, every mark, a scope per layer: exit 0
+//   frozen OUT      the same with fc1 and norm frozen (requires_grad
+//                   false), AdamW still given every parameter: exit 0
 //   oom OUT         the same under a 64 KiB limit: the forward runs out;
 //                   caught, then Finish(): exit 3
 //   limit-from-env OUT  as oom, the limit left to $MEMPROF_MEMORY_LIMIT
@@ -96,6 +98,10 @@ int Run(const std::string& what, int argc, char** argv) {
   }
   memprof::Session session(Options(argc, argv));
   Net net;
+  if (what == "frozen") {
+    for (auto& p : net->fc1->parameters()) p.set_requires_grad(false);
+    for (auto& p : net->norm->parameters()) p.set_requires_grad(false);
+  }
   torch::optim::AdamW optimizer(net->parameters(), 1e-3);
   session.Track(*net);
   if (what == "rmsprop") {
@@ -104,7 +110,7 @@ int Run(const std::string& what, int argc, char** argv) {
     return 0;
   }
   session.Track(optimizer);
-  if (what == "train") {
+  if (what == "train" || what == "frozen") {
     Train(session, net, optimizer, 4);
     session.Finish();
     return 0;

@@ -91,6 +91,35 @@ TEST_F(SessionTest, DestructorFinishesAfterTheProgramsObjectsAreGone) {
   EXPECT_TRUE(std::filesystem::exists(dir_ / "report.md"));
 }
 
+// A program that freezes parameters (requires_grad false) and still gives
+// them all to AdamW: no gradient, optimizer state or bucket space for the
+// frozen ones, measured and predicted (Note [Frozen parameters]).
+TEST_F(SessionTest, FrozenParametersHaveNoGradientOrOptimizerState) {
+  const CommandResult run = RunProgram("frozen " + dir_.string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const RankReport report = ReadRankReport(RankReportPath(dir_.string(), 0));
+  const int64_t params = 32 * 64 + 64 + 64 + 64 + 64 * 10 + 10;
+  const int64_t trained = 64 * 10 + 10;  // fc2 alone
+  EXPECT_EQ(report.parameters, params);
+  EXPECT_EQ(report.trained_parameters, trained);
+  EXPECT_EQ(report.predicted_trained_parameters, trained);
+  const int64_t weights = 4 * params + 4 * 128 + 8;
+  EXPECT_EQ(report.Of(Category::kWeights).peak_bytes, weights);
+  EXPECT_EQ(report.Of(Category::kWeights).predicted_bytes, weights);
+  EXPECT_EQ(report.Of(Category::kGradients).peak_bytes, 4 * trained);
+  EXPECT_EQ(report.Of(Category::kGradients).predicted_bytes, 4 * trained);
+  EXPECT_EQ(report.Of(Category::kOptimizerState).peak_bytes, 8 * trained);
+  EXPECT_EQ(report.Of(Category::kOptimizerState).predicted_bytes, 8 * trained);
+  EXPECT_EQ(report.Of(Category::kUnattributed).allocated_bytes, 0);
+  const std::string markdown = ReadFile(dir_ / "report.md");
+  EXPECT_NE(markdown.find("Frozen parameters: 2,890 parameters: 650 trained "
+                          "(16 bytes each: weights 4 + gradients 4 + "
+                          "optimizer 8), 2,240 frozen (4 bytes each: the "
+                          "weight alone)."),
+            std::string::npos)
+      << markdown;
+}
+
 TEST_F(SessionTest, OutOfMemoryIsReportedWhereItHappened) {
   const CommandResult run = RunProgram("oom " + dir_.string());
   ASSERT_EQ(run.exit_code, 3) << run.output;
