@@ -1,5 +1,5 @@
 # The installed package: `cmake --install build --prefix P` puts
-# <memprof/memprof.h> in P/include, the static libraries behind
+# <memprof/memprof.h> (and <memprof/gtest.h>) in P/include, the static libraries behind
 # memprof::memprof in P/lib, `memprof` and `memprof-profile` side by side in
 # P/bin, and memprofConfig.cmake with its version file, exported targets and
 # LibTorch module in P/lib/cmake/memprof. The private headers stay here: the
@@ -26,6 +26,19 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/profiler/session/include/
   DESTINATION include)
 install(EXPORT memprofTargets NAMESPACE memprof::
   DESTINATION lib/cmake/memprof)
+# memprof::gtest and memprof::gtest_main (<memprof/gtest.h>), in a file of
+# their own: the package config loads it only where GoogleTest is found, so
+# a program without GoogleTest still uses memprof::memprof.
+if(TARGET memprof_gtest)
+  set_target_properties(memprof_gtest PROPERTIES EXPORT_NAME gtest)
+  set_target_properties(memprof_gtest_main PROPERTIES EXPORT_NAME gtest_main)
+  install(TARGETS memprof_gtest memprof_gtest_main EXPORT memprofGTestTargets
+    ARCHIVE DESTINATION lib INCLUDES DESTINATION include)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/profiler/gtest/include/
+    DESTINATION include)
+  install(EXPORT memprofGTestTargets NAMESPACE memprof::
+    DESTINATION lib/cmake/memprof)
+endif()
 
 # `memprof` hands `profile` to `memprof-profile` next to it. Installed, both
 # find LibTorch where the build found it (its folder kept in their RPATH).

@@ -18,6 +18,7 @@ declare -A allowed=(
   [report]="base predict"
   [gate]="base report predict"
   [session]="base capture models predict report"
+  [gtest]="base capture models predict report session"
   [train]="base capture models predict report session"
   [cli]="base capture models predict report gate session train"
 )

@@ -1,7 +1,8 @@
 // Your own LibTorch training loop under memprof: a small CNN of its own,
 // AdamW, a few steps, and on several ranks its own c10d process group and
 // Reducer (data parallelism as PyTorch's DDP does it). memprof writes the
-// same reports as `memprof profile` into --out.
+// same reports as `memprof profile` into --out. The model is in net.h; its
+// memory is tested under limits in own_loop_test.cc.
 //
 //   own-loop [--micro-batch N] [--width N] [--steps N] [--out DIR]
 //   torchrun --no-python --nproc-per-node 2 own-loop --out DIR
@@ -22,11 +23,10 @@
 #include <memory>
 #include <string>
 
+#include "net.h"
+
 namespace {
 
-constexpr int64_t kImageSide = 16;     // inputs: 1 x 16 x 16 images
-constexpr int64_t kClasses = 10;       // targets: class indices
-constexpr int64_t kConv1Channels = 8;  // conv1: 1 -> 8 channels
 // DDP's defaults: a small first bucket, so that the all-reduce starts early
 // in backward, then buckets of up to 25 MiB.
 constexpr int64_t kFirstBucketBytes = 1024 * 1024;
@@ -91,43 +91,6 @@ std::string Env(const char* name) {
   }
   return value;
 }
-
-// conv1 -> relu -> pool -> conv2 -> relu -> pool -> fc, one named scope per
-// layer so that the reports show each layer's activations.
-struct NetImpl : torch::nn::Module {
-  explicit NetImpl(int64_t width)
-      : conv1(register_module(
-            "conv1",
-            torch::nn::Conv2d(torch::nn::Conv2dOptions(1, kConv1Channels,
-                                                       /*kernel_size=*/3)
-                                  .padding(1)))),
-        conv2(register_module(
-            "conv2",
-            torch::nn::Conv2d(torch::nn::Conv2dOptions(kConv1Channels, width,
-                                                       /*kernel_size=*/3)
-                                  .padding(1)))),
-        fc(register_module(
-            "fc", torch::nn::Linear(width * (kImageSide / 4) * (kImageSide / 4),
-                                    kClasses))) {}
-
-  torch::Tensor forward(torch::Tensor x, memprof::Session& session) {
-    {
-      auto scope = session.Scope("conv1");
-      x = torch::max_pool2d(torch::relu(conv1(x)), /*kernel_size=*/2);
-    }
-    {
-      auto scope = session.Scope("conv2");
-      x = torch::max_pool2d(torch::relu(conv2(x)), /*kernel_size=*/2);
-    }
-    auto scope = session.Scope("fc");
-    return torch::log_softmax(fc(x.flatten(1)), /*dim=*/1);
-  }
-
-  torch::nn::Conv2d conv1;
-  torch::nn::Conv2d conv2;
-  torch::nn::Linear fc;
-};
-TORCH_MODULE(Net);
 
 // Data parallelism on several ranks, as torch.distributed and DDP set it
 // up: a TCPStore at MASTER_ADDR:MASTER_PORT (served by torchrun's agent

@@ -318,6 +318,7 @@ class SecondPass {
           Contradiction(reader, name, r, "opens a scope never named");
         }
         EnterScope(static_cast<uint32_t>(r.a));
+        for (CaptureSink* sink : sinks_) sink->OnScopeEnter(scope_names_[r.a]);
         continue;
       }
       if (kind == RecordKind::kScopeExit) {
@@ -325,6 +326,7 @@ class SecondPass {
           Contradiction(reader, name, r, "closes a scope none opened");
         }
         ExitScope();
+        for (CaptureSink* sink : sinks_) sink->OnScopeExit();
         continue;
       }
       if (kind == RecordKind::kMark) {

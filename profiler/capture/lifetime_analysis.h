@@ -136,7 +136,7 @@ inline constexpr size_t kMaxSeriesPoints = 4096;
 
 // A block as a sink sees it: final category; free_seq kLive until freed.
 // Sinks get every alloc and free of the session in seq order, and every
-// phase mark before the events it governs.
+// phase mark and scope before the events it governs.
 class CaptureSink {
  public:
   virtual ~CaptureSink() = default;
@@ -147,6 +147,10 @@ class CaptureSink {
   }
   virtual void OnAlloc(const Lifetime& block) = 0;
   virtual void OnFree(const Lifetime& block) = 0;  // free_seq set
+  // A named scope opens (its full name) or the innermost open one closes,
+  // before the events that follow it (Note [Named scopes]).
+  virtual void OnScopeEnter(const std::string& name) { (void)name; }
+  virtual void OnScopeExit() {}
   // After the last record: the blocks live then, by address.
   virtual void OnEnd(const std::unordered_map<uint64_t, Lifetime>& live) {
     (void)live;

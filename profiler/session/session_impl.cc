@@ -748,6 +748,17 @@ RankRun SessionImpl::FinishRun() {
   return std::move(run_);
 }
 
+Capture SessionImpl::EndCapture() {
+  if (finished_) {
+    throw UsageError("memprof::Session::Finish(): called twice");
+  }
+  finished_ = true;
+  Mark(Phase::kIdle);
+  Capture capture = tracker_.EndSession();
+  tracker_.SetMemoryLimit(0);
+  return capture;
+}
+
 void SessionImpl::Finish() {
   const std::string out_dir = setup_.outputs->out_dir;
   RankRun run = FinishRun();

@@ -112,6 +112,11 @@ class SessionImpl {
   // FinishRun, then the reports (run_outputs.h): collective through the
   // tracked group.
   void Finish();
+  // Ends the session without a run or reports, handing its capture to the
+  // caller (memprof::testing's checked scopes, <memprof/gtest.h>). Touches
+  // nothing the program tracked, which may be gone by then. Once only, as
+  // FinishRun.
+  Capture EndCapture();
 
  private:
   struct Tracked;

@@ -8,7 +8,10 @@
 #   buckets) measured equal their prediction to the byte, and nothing is
 #   unattributed;
 # - `memprof report` renders both runs; a baseline from run A gates run B
-#   (exit 0), and the example with conv2 wider fails the gate (exit 1).
+#   (exit 0), and the example with conv2 wider fails the gate (exit 1);
+# - the example's own GoogleTest test (own_loop_test.cc, on
+#   memprof::gtest_main) passes under its memory limits, silently, and is
+#   the one the guide "Memory limits in your tests" shows, word for word.
 # Usage: own_loop_test.sh CMAKE CXX MEMPROF_BUILD_DIR EXAMPLE_DIR TORCH_PREFIX WORKDIR
 set -euo pipefail
 cmake=$1 cxx=$2 memprof_build=$3 example=$4 torch_prefix=$5 work=$6
@@ -27,12 +30,14 @@ step() {
 prefix=$work/prefix
 step install "$cmake" --install "$memprof_build" --prefix "$prefix" ||
   fail "cmake --install into $prefix failed"
-for file in include/memprof/memprof.h bin/memprof bin/memprof-profile \
-    lib/cmake/memprof/memprofConfig.cmake \
-    lib/cmake/memprof/memprofConfigVersion.cmake; do
+for file in include/memprof/memprof.h include/memprof/gtest.h bin/memprof \
+    bin/memprof-profile lib/cmake/memprof/memprofConfig.cmake \
+    lib/cmake/memprof/memprofConfigVersion.cmake \
+    lib/cmake/memprof/memprofGTestTargets.cmake; do
   [ -e "$prefix/$file" ] || fail "the install has no $file"
 done
-private=$(find "$prefix/include" -name '*.h' ! -path '*/memprof/memprof.h')
+private=$(find "$prefix/include" -name '*.h' ! -path '*/memprof/memprof.h' \
+  ! -path '*/memprof/gtest.h')
 [ -z "$private" ] || fail "private headers installed: $private"
 
 cp -r "$example" "$work/src"
@@ -43,6 +48,24 @@ step configure env -u CMAKE_PREFIX_PATH "$cmake" -S "$work/src" \
 step build "$cmake" --build "$work/build" -j 2 ||
   fail "the example does not build against the installed package"
 example_bin=$work/build/own-loop
+
+# The example's own test, and the guide's copy of it.
+guide=$example/../../docs/test-limits.md
+python3 - "$guide" "$example/own_loop_test.cc" <<'PY' ||
+import re, sys
+guide, test = (open(path).read() for path in sys.argv[1:])
+blocks = re.findall(r"```cpp\n(.*?)```", guide, re.S)
+sys.exit(0 if blocks and blocks[0] == test else 1)
+PY
+  fail "the first cpp block of docs/test-limits.md is not own_loop_test.cc"
+[ -x "$work/build/own-loop-test" ] ||
+  fail "the example's test was not built: the package has no memprof::gtest_main"
+step own_test timeout 120 "$work/build/own-loop-test" ||
+  fail "the example's own test failed against the installed package"
+grep -q '\[  PASSED  \] 2 tests' "$work/own_test.log" ||
+  fail "the example's own test did not run its 2 tests: $(cat "$work/own_test.log")"
+! grep -q memprof "$work/own_test.log" ||
+  fail "the example's passing test printed memprof output: $(cat "$work/own_test.log")"
 memprof=$prefix/bin/memprof
 
 # scripts/deps.sh installs torchrun beside the LibTorch it unpacks:
@@ -116,4 +139,4 @@ step check_wide "$memprof" check --baseline "$work/baseline.json" \
 [ "$code" -eq 1 ] || fail "memprof check of the wider example exited $code, not 1"
 grep -q 'regressed' "$work/check_wide.log" ||
   fail "memprof check of the wider example names no regressed figure"
-echo "ok: installed, built out of tree, exact on 1 and 2 ranks, gated"
+echo "ok: installed, built out of tree, exact on 1 and 2 ranks, gated; its own test passes"

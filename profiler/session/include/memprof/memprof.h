@@ -177,7 +177,8 @@ class Session {
   // group is tracked: every rank calls it). Once only.
   void Finish();
 
-  SessionImpl& impl();  // memprof's own trainer; not for programs
+  // memprof's own layers (its trainer, <memprof/gtest.h>); not for programs.
+  SessionImpl& impl();
 
  private:
   std::unique_ptr<SessionImpl> impl_;
