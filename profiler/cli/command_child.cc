@@ -14,6 +14,7 @@
 
 #include "profiler/base/atomic_file.h"
 #include "profiler/base/errors.h"
+#include "profiler/cli/stop_signals.h"
 
 namespace memprof {
 namespace fs = std::filesystem;
@@ -21,33 +22,6 @@ namespace {
 
 // After the timeout (or a stop signal): SIGTERM, then SIGKILL after this.
 constexpr auto kStopGrace = std::chrono::seconds(5);
-
-volatile std::sig_atomic_t g_stop_signal = 0;
-
-void RecordStopSignal(int sig) { g_stop_signal = sig; }
-
-// SIGINT and SIGTERM recorded while the command runs (the command is in a
-// process group of its own, which a terminal's ^C does not reach); the
-// previous handlers put back at the end.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal = 0;
-    struct sigaction action {};
-    action.sa_handler = &RecordStopSignal;
-    sigemptyset(&action.sa_mask);
-    ::sigaction(SIGINT, &action, &old_int_);
-    ::sigaction(SIGTERM, &action, &old_term_);
-  }
-  ~StopSignals() {
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
-  }
-
- private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
-};
 
 std::string ShellQuoted(const std::string& text) {
   std::string quoted = "'";
@@ -132,8 +106,8 @@ CommandRun RunCommandChild(const std::string& command_line,
     if (done < 0 && errno != EINTR) {
       throw RunFailure(std::string("waitpid: ") + std::strerror(errno));
     }
-    if (g_stop_signal != 0) {
-      const int sig = g_stop_signal;
+    if (StopSignals::Received() != 0) {
+      const int sig = StopSignals::Received();
       StopGroup(pid);
       std::signal(sig, SIG_DFL);
       std::raise(sig);

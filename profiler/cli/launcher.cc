@@ -16,6 +16,7 @@
 #include "profiler/base/errors.h"
 #include "profiler/base/rank_env.h"
 #include "profiler/cli/post_mortem.h"
+#include "profiler/cli/stop_signals.h"
 #include "profiler/report/rank_report.h"
 #include "profiler/report/report_text.h"
 #include "profiler/report/run_reports.h"
@@ -52,31 +53,6 @@ struct Child {
 // If the launcher itself is SIGKILLed, which cannot be caught, each rank
 // gets SIGKILL from the kernel (PR_SET_PDEATHSIG), so none outlives it to
 // write a report that looks complete.
-volatile std::sig_atomic_t g_stop_signal = 0;
-
-void RecordStopSignal(int sig) { g_stop_signal = sig; }
-
-// Installs the handlers for the launcher's wait (no SA_RESTART: waitpid
-// returns EINTR) and puts the previous ones back when it ends.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal = 0;
-    struct sigaction action {};
-    action.sa_handler = &RecordStopSignal;
-    sigemptyset(&action.sa_mask);
-    ::sigaction(SIGINT, &action, &old_int_);
-    ::sigaction(SIGTERM, &action, &old_term_);
-  }
-  ~StopSignals() {
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
-  }
-
- private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
-};
 
 pid_t SpawnRank(int rank, int world_size, const StoreSocket& store,
                 const std::vector<std::string>& words) {
@@ -293,8 +269,8 @@ int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
     // Polled, so that a stop signal arriving at any moment is seen within
     // 20 ms (a blocking wait could miss one that came just before it).
     const pid_t pid = ::waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED);
-    if (g_stop_signal != 0) {
-      const int sig = g_stop_signal;
+    if (StopSignals::Received() != 0) {
+      const int sig = StopSignals::Received();
       StopAll(children);
       std::cerr << "memprof: " << ::strsignal(sig)
                 << ": stopped every rank; no report was written\n";

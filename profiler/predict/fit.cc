@@ -8,36 +8,15 @@
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
 #include "profiler/predict/cuda_prediction.h"
+#include "profiler/predict/fit_search.h"
 
 namespace memprof {
 namespace {
-
-constexpr int64_t kLargestMicroBatch = int64_t{1} << 30;
-constexpr int64_t kLargestWorld = int64_t{1} << 20;
 
 RunConfig AtMicroBatch(RunConfig config, int64_t micro_batch) {
   config.train.micro_batch = micro_batch;
   config.train.global_batch = 0;
   return config;
-}
-
-// The largest n in [lo, hi] with fits(n), given fits(lo) and !fits(hi + 1)
-// or hi the cap; fits is monotone (true then false).
-template <typename Fits>
-int64_t LargestThat(int64_t lo, int64_t cap, const Fits& fits) {
-  int64_t hi = lo;
-  while (hi < cap && fits(std::min(cap, 2 * hi))) hi = std::min(cap, 2 * hi);
-  if (hi == cap) return cap;
-  int64_t bad = std::min(cap, 2 * hi);  // !fits(bad)
-  while (bad - hi > 1) {
-    const int64_t mid = hi + (bad - hi) / 2;
-    (fits(mid) ? hi : bad) = mid;
-  }
-  return hi;
-}
-
-std::string Plural(int64_t n, const char* word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
 // The figure of `changed` at micro-batch `b`, or the largest int64_t when
@@ -331,17 +310,7 @@ FitAnswer Fit(const RunConfig& config, int64_t budget_bytes,
   const int64_t largest_world =
       std::min(kLargestWorld, LargestCountableWorld(config));
   if (zero3_fits(largest_world)) {
-    // The fewest ranks: the first n where it fits (monotone in n).
-    int64_t lo = 1, hi = largest_world;
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      if (zero3_fits(mid)) {
-        hi = mid;
-      } else {
-        lo = mid + 1;
-      }
-    }
-    a.zero3_ranks = lo;
+    a.zero3_ranks = SmallestThat(1, largest_world, zero3_fits);
   }
   return a;
 }

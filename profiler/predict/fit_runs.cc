@@ -9,16 +9,10 @@
 
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
+#include "profiler/predict/fit_search.h"
 
 namespace memprof {
 namespace {
-
-constexpr int64_t kLargestMicroBatch = int64_t{1} << 30;
-constexpr int64_t kLargestWorld = int64_t{1} << 20;
-
-std::string Plural(int64_t n, const char* word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
-}
 
 // "1,234.5 B" for a fractional byte figure (a slope, a residual).
 std::string FractionalBytes(double bytes) {
@@ -114,23 +108,6 @@ MomentLaw FitLine(const std::string& name, bool activations_live,
         law.residual_bytes, std::fabs(static_cast<double>(bytes[i]) - line));
   }
   return law;
-}
-
-// The largest n in [1, cap] with fits(n), given fits(1); fits holds on an
-// interval from 1 (the peak, a largest of lines, is convex).
-template <typename Fits>
-int64_t LargestThat(int64_t cap, const Fits& fits) {
-  int64_t good = 1;
-  while (good < cap && fits(std::min(cap, 2 * good))) {
-    good = std::min(cap, 2 * good);
-  }
-  if (good == cap) return cap;
-  int64_t bad = std::min(cap, 2 * good);
-  while (bad - good > 1) {
-    const int64_t mid = good + (bad - good) / 2;
-    (fits(mid) ? good : bad) = mid;
-  }
-  return good;
 }
 
 ZeroPricing ZeroOf(const FitRunFigures& run, int64_t n) {
@@ -282,7 +259,7 @@ RunsFit FitRuns(std::vector<FitRunFigures> runs, int64_t budget_bytes,
   fit.peak_moment = at_requested->name;
   a.peak1_bytes = figure(1, &at_one);
   if (a.peak1_bytes <= budget_bytes) {
-    a.largest_micro_batch = LargestThat(kLargestMicroBatch, [&](int64_t b) {
+    a.largest_micro_batch = LargestThat(1, kLargestMicroBatch, [&](int64_t b) {
       return figure(b, nullptr) <= budget_bytes;
     });
     a.largest_peak_bytes = figure(a.largest_micro_batch, nullptr);
@@ -296,29 +273,26 @@ RunsFit FitRuns(std::vector<FitRunFigures> runs, int64_t budget_bytes,
                   : FitVerdict::kActivationOverflow;
 
   // ZeRO: the measured model state sharded, plus what micro-batch 1 adds
-  // beyond the model state (Note [Fit verdicts]).
-  a.zero = ZeroOf(first, world_size);
+  // beyond the model state (Note [Fit verdicts]); not from runs whose
+  // optimizer state is sharded already.
+  const bool zero_priced = first.zero_stage == 0;
   const int64_t beyond_state = a.peak1_bytes - a.model_state_bytes;
-  const int64_t stages[] = {0, a.zero.stage1_bytes, a.zero.stage2_bytes,
-                            a.zero.stage3_bytes};
-  for (int k = 3; k >= 1; --k) {
-    a.zero_peak_bytes[k] = stages[k] + beyond_state;
-    if (a.zero_peak_bytes[k] <= budget_bytes) a.zero_stage = k;
-  }
-  auto zero3_fits = [&](int64_t n) {
-    return ZeroOf(first, n).stage3_bytes + beyond_state <= budget_bytes;
-  };
-  if (zero3_fits(kLargestWorld)) {
-    int64_t lo = 1, hi = kLargestWorld;
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      if (zero3_fits(mid)) {
-        hi = mid;
-      } else {
-        lo = mid + 1;
-      }
+  int64_t stages[] = {0, 0, 0, 0};
+  if (zero_priced) {
+    a.zero = ZeroOf(first, world_size);
+    stages[1] = a.zero.stage1_bytes;
+    stages[2] = a.zero.stage2_bytes;
+    stages[3] = a.zero.stage3_bytes;
+    for (int k = 3; k >= 1; --k) {
+      a.zero_peak_bytes[k] = stages[k] + beyond_state;
+      if (a.zero_peak_bytes[k] <= budget_bytes) a.zero_stage = k;
     }
-    a.zero3_ranks = lo;
+    auto zero3_fits = [&](int64_t n) {
+      return ZeroOf(first, n).stage3_bytes + beyond_state <= budget_bytes;
+    };
+    if (zero3_fits(kLargestWorld)) {
+      a.zero3_ranks = SmallestThat(1, kLargestWorld, zero3_fits);
+    }
   }
 
   // Note [Fit levers], those runs can price.
@@ -333,7 +307,7 @@ RunsFit FitRuns(std::vector<FitRunFigures> runs, int64_t budget_bytes,
                           "", a.largest_peak_bytes});
     }
     const int64_t beyond_requested = a.peak_bytes - a.model_state_bytes;
-    for (int k = 1; k <= 3 && world_size > 1; ++k) {
+    for (int k = 1; k <= 3 && world_size > 1 && zero_priced; ++k) {
       const int64_t peak = stages[k] + beyond_requested;
       if (peak > budget_bytes) continue;
       a.levers.push_back({"sharding the model state, ZeRO-" +
@@ -403,7 +377,12 @@ std::string FormatRunsFit(const RunsFit& fit, const std::string& model,
   } else {
     out << "none\n";
   }
-  if (a.world_size > 1) {
+  if (a.world_size > 1 && fit.runs.front().zero_stage > 0) {
+    out << "ZeRO: not priced: the runs were made with ZeRO-"
+        << fit.runs.front().zero_stage
+        << ", their optimizer state already sharded; fit runs made without "
+           "ZeRO to price it\n";
+  } else if (a.world_size > 1) {
     out << "ZeRO at " << Plural(a.world_size, "rank")
         << ", priced from the measured model state with ideal P/N shards, "
            "per rank at micro-batch 1: ZeRO-1 "

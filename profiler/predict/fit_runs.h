@@ -35,7 +35,9 @@
 //   figure the runs measured) is added as part of the model state.
 // The verdicts are Note [Fit verdicts]'s. ZeRO is priced from the measured
 // weights, gradients and optimizer state (ZeroPricing's shards) plus what
-// the requested micro-batch adds beyond the model state. Levers that need
+// the requested micro-batch adds beyond the model state, and not at all
+// from runs made under ZeRO (their optimizer state, a shard already, would
+// be sharded twice). Levers that need
 // the model's size table (activation checkpointing, bf16 autocast, a
 // shorter sequence) cannot be priced from runs.
 #pragma once
@@ -66,6 +68,9 @@ struct FitRunFigures {
   int64_t gradients_bytes = 0;
   int64_t optimizer_state_bytes = 0;
   int64_t ddp_buckets_bytes = 0;
+  // ddp.zero_stage of the run: from 1 on, its optimizer state is a shard
+  // already, and ZeRO is not priced from it (Note [Fit from runs]).
+  int64_t zero_stage = 0;
   std::vector<RunMoment> moments;
   // On a GPU: the device memory outside the caching allocator.
   bool gpu = false;

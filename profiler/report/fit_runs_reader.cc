@@ -53,6 +53,7 @@ FitRunFigures FiguresOfRun(const RunView& view) {
   std::map<std::string, RunMoment> moments;
   for (const RankReport& rank : view.ranks) {
     run.micro_batch = rank.micro_batch;
+    run.zero_stage = rank.context.config.ddp.zero_stage;
     auto most = [&rank](int64_t& bytes, Category c) {
       bytes = std::max(bytes, rank.Of(c).peak_bytes);
     };

@@ -8,18 +8,12 @@
 #include <gtest/gtest.h>
 
 #include "profiler/cli/config_cli.h"
+#include "tests/preset_config.h"
 
 namespace memprof {
 namespace {
 
 constexpr int64_t kMiB = 1 << 20;
-
-RunConfig Preset(const std::string& name, std::vector<std::string> extra = {}) {
-  std::vector<std::string> words = {
-      "--config", MEMPROF_SOURCE_DIR "/configs/" + name + ".ini"};
-  words.insert(words.end(), extra.begin(), extra.end());
-  return ParsePredictArgs(words).config;
-}
 
 // The sequence allocates exactly the tensors live at the predicted peak:
 // its requested bytes then are the CPU prediction's peak, to the byte, and
@@ -62,7 +56,7 @@ TEST(CudaPrediction, RequestsAtThePeakAreThePredictedPeak) {
             {"--freeze", "wte,wpe,h.0", "--world-size", "2", "--ddp.zero_stage",
              "1"}},
            {"llama-tiny", {"--freeze", "model.embed_tokens,model.layers.0"}}}) {
-    const RunConfig config = Preset(name, extra);
+    const RunConfig config = PredictPreset(name, extra);
     const Prediction p = Predict(config);
     const CudaPrediction cuda = PredictOnCuda(p, config);
     SCOPED_TRACE(name);
@@ -79,7 +73,7 @@ TEST(CudaPrediction, RequestsAtThePeakAreThePredictedPeak) {
 // mlp-tiny's tensors are all small (under 1 MiB) and live together in
 // under 2 MiB: one small segment.
 TEST(CudaPrediction, SmallTensorsShareOneSmallSegment) {
-  const RunConfig config = Preset("mlp-tiny");
+  const RunConfig config = PredictPreset("mlp-tiny");
   const CudaPrediction cuda = PredictOnCuda(Predict(config), config);
   EXPECT_EQ(cuda.at_peak.reserved, 2 * kMiB);
   EXPECT_EQ(cuda.peak_reserved, 2 * kMiB);
@@ -89,8 +83,8 @@ TEST(CudaPrediction, SmallTensorsShareOneSmallSegment) {
 // A larger micro-batch only adds activations: allocated grows by at least
 // the requested bytes it adds, and reserved never shrinks.
 TEST(CudaPrediction, MoreActivationsNeverReserveLess) {
-  const RunConfig small = Preset("gpt-tiny", {"--micro-batch", "2"});
-  const RunConfig large = Preset("gpt-tiny", {"--micro-batch", "8"});
+  const RunConfig small = PredictPreset("gpt-tiny", {"--micro-batch", "2"});
+  const RunConfig large = PredictPreset("gpt-tiny", {"--micro-batch", "8"});
   const CudaPrediction a = PredictOnCuda(Predict(small), small);
   const CudaPrediction b = PredictOnCuda(Predict(large), large);
   EXPECT_GE(b.at_peak.allocated - a.at_peak.allocated,

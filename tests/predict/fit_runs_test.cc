@@ -171,6 +171,22 @@ TEST(FitRunsTest, Verdicts) {
       << text;
 }
 
+// Runs made under ZeRO-1 measured a shard of the optimizer state: sharding
+// it again would price ZeRO too low, so it is not priced, and says why.
+TEST(FitRunsTest, RunsUnderZeroDoNotPriceZero) {
+  std::vector<FitRunFigures> runs = {Synthetic(1), Synthetic(2)};
+  for (FitRunFigures& run : runs) run.zero_stage = 1;
+  const RunsFit fit = FitRuns(runs, 3000, 1, 4);
+  EXPECT_EQ(fit.answer.verdict, FitVerdict::kModelStateOverflow);
+  EXPECT_EQ(fit.answer.zero_stage, 0);
+  EXPECT_EQ(fit.answer.zero_peak_bytes[2], 0);
+  EXPECT_TRUE(fit.answer.levers.empty());
+  const std::string text = FormatRunsFit(fit, "cnn", true);
+  EXPECT_NE(text.find("ZeRO: not priced: the runs were made with ZeRO-1"),
+            std::string::npos)
+      << text;
+}
+
 // A rank report of a GPU run: what fit compares is the most reserved plus
 // the memory outside the allocator (the most any moment measured), the
 // latter counted with the model state.

@@ -16,21 +16,15 @@
 #include "profiler/predict/fit.h"
 #include "profiler/predict/prediction.h"
 #include "tests/input_error_of.h"
+#include "tests/preset_config.h"
 #include "tests/temp_dir.h"
 
 namespace memprof {
 namespace {
 
-RunConfig Preset(const std::string& name, std::vector<std::string> extra = {}) {
-  std::vector<std::string> words = {
-      "--config", MEMPROF_SOURCE_DIR "/configs/" + name + ".ini"};
-  words.insert(words.end(), extra.begin(), extra.end());
-  return ParsePredictArgs(words).config;
-}
-
 std::string PresetError(const std::string& name,
                         std::vector<std::string> extra) {
-  return InputErrorOf([&] { Preset(name, std::move(extra)); });
+  return InputErrorOf([&] { PredictPreset(name, std::move(extra)); });
 }
 
 int64_t Bytes(const Prediction& p, Category c) { return p.bytes[Index(c)]; }
@@ -113,8 +107,8 @@ TEST(FreezeValidation, FreezingEverythingOrAnEmptyItemIsRefused) {
   const std::string word = PresetError("mlp-tiny", {"--freeze", "all"});
   EXPECT_TRUE(Has(word, "--freeze: train.freeze 'all'")) << word;
   EXPECT_TRUE(Has(InputErrorOf([] {
-                    Preset("mlp-tiny", {"--freeze", "layers.0",
-                                        "--train.freeze", "layers.2"});
+                    PredictPreset("mlp-tiny", {"--freeze", "layers.0",
+                                               "--train.freeze", "layers.2"});
                   }),
                   "--freeze and --train.freeze both given"));
 }
@@ -154,8 +148,9 @@ constexpr LastBlockCase kLastBlock[] = {
 TEST(FrozenPrediction, ModelStateCountsTheTrainedParametersOnly) {
   for (const LastBlockCase& c : kLastBlock) {
     SCOPED_TRACE(c.preset);
-    const Prediction all = Predict(Preset(c.preset));
-    const Prediction p = Predict(Preset(c.preset, {"--freeze", c.freeze}));
+    const Prediction all = Predict(PredictPreset(c.preset));
+    const Prediction p =
+        Predict(PredictPreset(c.preset, {"--freeze", c.freeze}));
     EXPECT_EQ(p.parameters, all.parameters);
     EXPECT_EQ(all.trained_parameters, all.parameters);
     EXPECT_EQ(p.trained_parameters, c.trained);
@@ -167,8 +162,8 @@ TEST(FrozenPrediction, ModelStateCountsTheTrainedParametersOnly) {
               Bytes(p, Category::kWeights) + 12 * c.trained);
     // ZeRO-1 partitions the trained parameters alone.
     const Prediction zero =
-        Predict(Preset(c.preset, {"--freeze", c.freeze, "--world-size", "2",
-                                  "--ddp.zero_stage", "1"}));
+        Predict(PredictPreset(c.preset, {"--freeze", c.freeze, "--world-size",
+                                         "2", "--ddp.zero_stage", "1"}));
     EXPECT_EQ(zero.owned_parameters[0] + zero.owned_parameters[1], c.trained);
   }
 }
@@ -195,9 +190,10 @@ TEST(FrozenPrediction, AFrozenPrefixSavesNothingForBackward) {
   };
   // mlp-tiny: relu 0 feeds a frozen layer; relu 1 is kept by layers.4 for
   // its weight's gradient, relu 2 by its own backward.
-  const SizeTable mlp_all = Predict(Preset("mlp-tiny")).table;
+  const SizeTable mlp_all = Predict(PredictPreset("mlp-tiny")).table;
   const SizeTable mlp =
-      Predict(Preset("mlp-tiny", {"--freeze", "layers.0,layers.2"})).table;
+      Predict(PredictPreset("mlp-tiny", {"--freeze", "layers.0,layers.2"}))
+          .table;
   EXPECT_EQ(dropped(mlp_all, mlp, RowKind::kSaved),
             std::vector<std::string>{"relu 0 output"});
   for (const std::string& name : dropped(mlp_all, mlp, RowKind::kWorkspace)) {
@@ -211,9 +207,9 @@ TEST(FrozenPrediction, AFrozenPrefixSavesNothingForBackward) {
 
   // gpt-tiny: every row of h.0, the positions (wpe's gradient) and ln_f's
   // output (the frozen tied head's weight gradient).
-  const SizeTable gpt_all = Predict(Preset("gpt-tiny")).table;
+  const SizeTable gpt_all = Predict(PredictPreset("gpt-tiny")).table;
   const SizeTable gpt =
-      Predict(Preset("gpt-tiny", {"--freeze", "wte,wpe,h.0"})).table;
+      Predict(PredictPreset("gpt-tiny", {"--freeze", "wte,wpe,h.0"})).table;
   int64_t gone = 0;
   for (const std::string& name : dropped(gpt_all, gpt, RowKind::kSaved)) {
     EXPECT_TRUE(name.rfind("h.0.", 0) == 0 || name == "positions" ||
@@ -230,15 +226,15 @@ TEST(FrozenPrediction, AFrozenPrefixSavesNothingForBackward) {
     }
   }
   // Nothing is left for the embeddings' backward.
-  EXPECT_EQ(Predict(Preset("gpt-tiny", {"--freeze", "wte,wpe,h.0"}))
+  EXPECT_EQ(Predict(PredictPreset("gpt-tiny", {"--freeze", "wte,wpe,h.0"}))
                 .late_backward.Total(),
             0);
 
   // llama-tiny: the first trained layer's input_layernorm keeps no input
   // or rstd (only its input's gradient would need them).
   const SizeTable llama =
-      Predict(Preset("llama-tiny",
-                     {"--freeze", "model.embed_tokens,model.layers.0"}))
+      Predict(PredictPreset("llama-tiny",
+                            {"--freeze", "model.embed_tokens,model.layers.0"}))
           .table;
   const std::vector<std::string> saved = names(llama, RowKind::kSaved);
   for (const char* name : {"model.layers.0.input_layernorm rstd",
@@ -254,9 +250,9 @@ TEST(FrozenPrediction, AFrozenPrefixSavesNothingForBackward) {
 // A frozen Linear inside trained layers keeps no input for its weight's
 // gradient: the rows only that gradient needed go.
 TEST(FrozenPrediction, AFrozenLinearInsideTrainedLayersKeepsNoInput) {
-  const SizeTable all = Predict(Preset("gpt-tiny")).table;
+  const SizeTable all = Predict(PredictPreset("gpt-tiny")).table;
   const SizeTable t =
-      Predict(Preset("gpt-tiny", {"--freeze", "h.1.mlp.c_proj"})).table;
+      Predict(PredictPreset("gpt-tiny", {"--freeze", "h.1.mlp.c_proj"})).table;
   EXPECT_EQ(all.Bytes(RowKind::kSaved) - t.Bytes(RowKind::kSaved),
             4 * 4 * 32 * 4 * 64);  // the gelu output, [B, T, 4d] at B = 4
 }
@@ -266,9 +262,10 @@ TEST(FrozenPrediction, AFrozenLinearInsideTrainedLayersKeepsNoInput) {
 // last block it is 1.22 MiB, and micro-batch 3 fits.
 TEST(FrozenPrediction, FitPricesTheSmallerModelState) {
   const int64_t budget = int64_t{2} << 20;
-  const FitAnswer plain = Fit(Preset("gpt-tiny"), budget, FitDevice{});
+  const FitAnswer plain = Fit(PredictPreset("gpt-tiny"), budget, FitDevice{});
   EXPECT_EQ(plain.verdict, FitVerdict::kModelStateOverflow);
-  const RunConfig config = Preset("gpt-tiny", {"--freeze", "wte,wpe,h.0"});
+  const RunConfig config =
+      PredictPreset("gpt-tiny", {"--freeze", "wte,wpe,h.0"});
   const FitAnswer frozen = Fit(config, budget, FitDevice{});
   EXPECT_EQ(frozen.model_state_bytes, 4 * 118528 + 16 * 50112);
   EXPECT_EQ(frozen.verdict, FitVerdict::kActivationOverflow);
@@ -278,7 +275,8 @@ TEST(FrozenPrediction, FitPricesTheSmallerModelState) {
 }
 
 TEST(FrozenPrediction, PredictStatesTheSplitAndMarksTheTable) {
-  const RunConfig config = Preset("gpt-tiny", {"--freeze", "wte,wpe,h.0"});
+  const RunConfig config =
+      PredictPreset("gpt-tiny", {"--freeze", "wte,wpe,h.0"});
   const std::string text = FormatPrediction(Predict(config), config, 0);
   EXPECT_TRUE(Has(text,
                   "118,528 parameters: 50,112 trained (20 bytes each: "

@@ -11,29 +11,23 @@
 #include "profiler/base/human_bytes.h"
 #include "profiler/cli/config_cli.h"
 #include "profiler/cli/predict_command.h"
+#include "tests/preset_config.h"
 
 namespace memprof {
 namespace {
-
-RunConfig Preset(const std::string& name, std::vector<std::string> extra = {}) {
-  std::vector<std::string> words = {
-      "--config", MEMPROF_SOURCE_DIR "/configs/" + name + ".ini"};
-  words.insert(words.end(), extra.begin(), extra.end());
-  return ParsePredictArgs(words).config;
-}
 
 int64_t Bytes(const Prediction& p, Category c) { return p.bytes[Index(c)]; }
 
 TEST(SizeTable, PresetsHaveThePublishedParameterCounts) {
   // GPT-2 (Radford et al. 2019, as counted with the tied output projection)
   // and torchvision's ResNets.
-  EXPECT_EQ(Predict(Preset("gpt2-small")).parameters, 124439808);
-  EXPECT_EQ(Predict(Preset("gpt2-medium")).parameters, 354823168);
-  EXPECT_EQ(Predict(Preset("gpt2-large")).parameters, 774030080);
-  EXPECT_EQ(Predict(Preset("gpt2-xl")).parameters, 1557611200);
-  EXPECT_EQ(Predict(Preset("resnet50")).parameters, 25557032);
-  EXPECT_EQ(Predict(Preset("resnet18")).parameters, 11689512);
-  EXPECT_EQ(Predict(Preset("mlp-tiny")).parameters, 11082);
+  EXPECT_EQ(Predict(PredictPreset("gpt2-small")).parameters, 124439808);
+  EXPECT_EQ(Predict(PredictPreset("gpt2-medium")).parameters, 354823168);
+  EXPECT_EQ(Predict(PredictPreset("gpt2-large")).parameters, 774030080);
+  EXPECT_EQ(Predict(PredictPreset("gpt2-xl")).parameters, 1557611200);
+  EXPECT_EQ(Predict(PredictPreset("resnet50")).parameters, 25557032);
+  EXPECT_EQ(Predict(PredictPreset("resnet18")).parameters, 11689512);
+  EXPECT_EQ(Predict(PredictPreset("mlp-tiny")).parameters, 11082);
 }
 
 TEST(SizeTable, GptParametersFollowTheClosedForm) {
@@ -197,7 +191,7 @@ TEST(Prediction, BytesPerParameterFollowTheDtypeAndTheOptimizer) {
             8,
             "fp32 + SGD: 4 each for weights and gradients, 0 for the "
             "optimizer (no state)"}}) {
-    const RunConfig config = Preset("gpt-tiny", c.flags);
+    const RunConfig config = PredictPreset("gpt-tiny", c.flags);
     SCOPED_TRACE(config.train.dtype + " " + config.train.optimizer);
     EXPECT_EQ(BytesPerParameterOf(config).State(), c.state);
     EXPECT_EQ(Predict(config).model_state_bytes_per_parameter, c.state);
@@ -207,7 +201,7 @@ TEST(Prediction, BytesPerParameterFollowTheDtypeAndTheOptimizer) {
 }
 
 TEST(Prediction, ModelStateIsSixteenBytesPerParameterPlusBuckets) {
-  const Prediction p = Predict(Preset("gpt2-small"));
+  const Prediction p = Predict(PredictPreset("gpt2-small"));
   const int64_t n = p.parameters;
   EXPECT_EQ(Bytes(p, Category::kWeights), 4 * n);
   EXPECT_EQ(Bytes(p, Category::kGradients), 4 * n);
@@ -215,16 +209,16 @@ TEST(Prediction, ModelStateIsSixteenBytesPerParameterPlusBuckets) {
   EXPECT_EQ(Bytes(p, Category::kDdpBuckets), 4 * n);
   EXPECT_DOUBLE_EQ(p.model_state_bytes_per_parameter, 20.0);
 
-  const Prediction view =
-      Predict(Preset("gpt2-small", {"--ddp.gradient_as_bucket_view", "true"}));
+  const Prediction view = Predict(
+      PredictPreset("gpt2-small", {"--ddp.gradient_as_bucket_view", "true"}));
   EXPECT_EQ(Bytes(view, Category::kDdpBuckets), 0);
   EXPECT_EQ(Bytes(view, Category::kGradients), 4 * n);
 
   const Prediction sgd =
-      Predict(Preset("gpt2-small", {"--train.optimizer", "sgd"}));
+      Predict(PredictPreset("gpt2-small", {"--train.optimizer", "sgd"}));
   EXPECT_EQ(Bytes(sgd, Category::kOptimizerState), 0);
 
-  const Prediction momentum = Predict(Preset(
+  const Prediction momentum = Predict(PredictPreset(
       "gpt2-small", {"--train.optimizer", "sgd", "--train.momentum", "0.9"}));
   EXPECT_EQ(Bytes(momentum, Category::kOptimizerState), 4 * n);
   EXPECT_DOUBLE_EQ(momentum.model_state_bytes_per_parameter, 16.0);
@@ -232,9 +226,9 @@ TEST(Prediction, ModelStateIsSixteenBytesPerParameterPlusBuckets) {
 
 // Note [Predicted on a GPU]: each tensor at its request rounded to 512 B.
 TEST(Prediction, OnAGpuEachTensorIsRoundedTo512Bytes) {
-  const Prediction cpu = Predict(Preset("gpt2-small"));
+  const Prediction cpu = Predict(PredictPreset("gpt2-small"));
   const Prediction gpu =
-      Predict(Preset("gpt2-small", {"--train.device", "cuda"}));
+      Predict(PredictPreset("gpt2-small", {"--train.device", "cuda"}));
   int64_t weights = 0, largest = 0;
   for (const SizeRow& row : gpu.table.rows) {
     if (row.kind == RowKind::kParameter || row.kind == RowKind::kBuffer) {
@@ -247,16 +241,16 @@ TEST(Prediction, OnAGpuEachTensorIsRoundedTo512Bytes) {
   // gpt2-small's tensors are whole multiples of 512 B; gpt-tiny's 64-float
   // biases and LayerNorm vectors (256 B) are not.
   EXPECT_EQ(Bytes(gpu, Category::kWeights), Bytes(cpu, Category::kWeights));
-  const Prediction tiny_cpu = Predict(Preset("gpt-tiny"));
+  const Prediction tiny_cpu = Predict(PredictPreset("gpt-tiny"));
   const Prediction tiny_gpu =
-      Predict(Preset("gpt-tiny", {"--train.device", "cuda"}));
+      Predict(PredictPreset("gpt-tiny", {"--train.device", "cuda"}));
   EXPECT_GT(Bytes(tiny_gpu, Category::kWeights),
             Bytes(tiny_cpu, Category::kWeights));
   // Gradients and the two Adam moments: one tensor per parameter each.
   EXPECT_EQ(Bytes(gpu, Category::kGradients), weights);
   EXPECT_EQ(Bytes(gpu, Category::kOptimizerState), 2 * weights);
   int64_t buckets = 0;
-  for (int64_t bucket : RebuiltBuckets(gpu.table, Preset("gpt2-small")))
+  for (int64_t bucket : RebuiltBuckets(gpu.table, PredictPreset("gpt2-small")))
     buckets += (bucket + 511) / 512 * 512;
   EXPECT_EQ(Bytes(gpu, Category::kDdpBuckets), buckets);
   EXPECT_EQ(gpu.optimizer_step.bytes[Index(Category::kTemporaries)],
@@ -266,9 +260,10 @@ TEST(Prediction, OnAGpuEachTensorIsRoundedTo512Bytes) {
 }
 
 TEST(Prediction, ModelStateDoesNotShrinkWithTheWorldSizeButActivationsDo) {
-  const Prediction one = Predict(Preset("gpt-1.3b", {"--global-batch", "8"}));
-  const Prediction eight =
-      Predict(Preset("gpt-1.3b", {"--global-batch", "8", "--world-size", "8"}));
+  const Prediction one =
+      Predict(PredictPreset("gpt-1.3b", {"--global-batch", "8"}));
+  const Prediction eight = Predict(
+      PredictPreset("gpt-1.3b", {"--global-batch", "8", "--world-size", "8"}));
   EXPECT_EQ(ModelStateBytes(one.bytes), ModelStateBytes(eight.bytes));
   EXPECT_EQ(one.micro_batch, 8);
   EXPECT_EQ(eight.micro_batch, 1);
@@ -277,7 +272,7 @@ TEST(Prediction, ModelStateDoesNotShrinkWithTheWorldSizeButActivationsDo) {
 }
 
 TEST(Prediction, PredictStatesTwentyOneGigabytesForTheOnePointThreeBillionGpt) {
-  const RunConfig config = Preset("gpt-1.3b", {"--world-size", "8"});
+  const RunConfig config = PredictPreset("gpt-1.3b", {"--world-size", "8"});
   const Prediction p = Predict(config);
   EXPECT_EQ(p.parameters, 1315723264);
   const std::string text = FormatPrediction(p, config);
@@ -303,7 +298,7 @@ TEST(Prediction, PredictStatesTwentyOneGigabytesForTheOnePointThreeBillionGpt) {
 TEST(Prediction, ZeroStagesPartitionOptimizerStateThenGradientsThenWeights) {
   for (int64_t n : {1, 8}) {
     const Prediction p =
-        Predict(Preset("gpt-1.3b", {"--world-size", std::to_string(n)}));
+        Predict(PredictPreset("gpt-1.3b", {"--world-size", std::to_string(n)}));
     const int64_t params = p.parameters;
     EXPECT_EQ(p.zero.plain_bytes, 16 * params);
     EXPECT_EQ(p.zero.stage1_bytes, 8 * params + 8 * params / n);
@@ -313,17 +308,18 @@ TEST(Prediction, ZeroStagesPartitionOptimizerStateThenGradientsThenWeights) {
   }
   // Shards round up: mlp-tiny's 44,328 + 44,328 + 88,656 bytes over 5 ranks
   // are 8,866 + 8,866 + 17,732 per rank.
-  const Prediction odd = Predict(Preset("mlp-tiny", {"--world-size", "5"}));
+  const Prediction odd =
+      Predict(PredictPreset("mlp-tiny", {"--world-size", "5"}));
   EXPECT_EQ(odd.zero.stage3_bytes, 8866 + 8866 + 17732);
 }
 
 TEST(Prediction, ThePeakIsTheLargerOfEarlyBackwardAndTheOptimizerStep) {
   // mlp-tiny: tiny activations, the optimizer step's two temporaries of the
   // 64x64 weight decide. gpt2-small: activations decide.
-  const Prediction mlp = Predict(Preset("mlp-tiny"));
+  const Prediction mlp = Predict(PredictPreset("mlp-tiny"));
   EXPECT_EQ(mlp.Peak().phase, Phase::kOptimizer);
   EXPECT_EQ(mlp.bytes[Index(Category::kTemporaries)], 2 * 64 * 64 * 4);
-  const Prediction gpt = Predict(Preset("gpt2-small"));
+  const Prediction gpt = Predict(PredictPreset("gpt2-small"));
   EXPECT_EQ(gpt.Peak().phase, Phase::kBackward);
   EXPECT_EQ(gpt.Peak().Total(), ModelStateBytes(gpt.bytes) +
                                     Sum(gpt.early_backward.bytes) -
@@ -356,7 +352,7 @@ bool HasRow(const std::vector<std::string>& rows, const std::string& name) {
 TEST(PredictText, OneUnitFamilyNoNotesAndNoZeroLinesAtOneRank) {
   for (const char* preset : {"mlp-tiny", "gpt-1.3b"}) {
     for (const char* ranks : {"1", "8"}) {
-      const RunConfig config = Preset(preset, {"--world-size", ranks});
+      const RunConfig config = PredictPreset(preset, {"--world-size", ranks});
       const std::string text = FormatPrediction(Predict(config), config);
       for (const char* word : {" GB", " MB", " KB", "README", "Note [", ".h",
                                ".cc", "profiler/"}) {
@@ -372,7 +368,7 @@ TEST(PredictText, OneUnitFamilyNoNotesAndNoZeroLinesAtOneRank) {
 }
 
 TEST(PredictText, NoRowForACategoryTheConfigCannotFill) {
-  const RunConfig plain = Preset("mlp-tiny");
+  const RunConfig plain = PredictPreset("mlp-tiny");
   const std::vector<std::string> rows =
       CategoryRows(FormatPrediction(Predict(plain), plain));
   EXPECT_FALSE(HasRow(rows, "weight_casts"));
@@ -380,7 +376,7 @@ TEST(PredictText, NoRowForACategoryTheConfigCannotFill) {
   EXPECT_TRUE(HasRow(rows, "optimizer_state"));
   EXPECT_TRUE(HasRow(rows, "unattributed"));
 
-  const RunConfig lean = Preset(
+  const RunConfig lean = PredictPreset(
       "mlp-tiny", {"--ddp.gradient_as_bucket_view", "true", "--train.optimizer",
                    "sgd", "--train.dtype", "bf16-autocast"});
   const std::vector<std::string> lean_rows =
@@ -391,11 +387,11 @@ TEST(PredictText, NoRowForACategoryTheConfigCannotFill) {
 }
 
 TEST(PredictText, GpuFiguresOnlyForACudaConfig) {
-  const RunConfig cpu = Preset("mlp-tiny");
+  const RunConfig cpu = PredictPreset("mlp-tiny");
   const std::string on_cpu = FormatPrediction(Predict(cpu), cpu);
   EXPECT_EQ(on_cpu.find("reserved ("), std::string::npos) << on_cpu;
   EXPECT_NE(on_cpu.find("add --train.device cuda"), std::string::npos);
-  const RunConfig cuda = Preset("mlp-tiny", {"--train.device", "cuda"});
+  const RunConfig cuda = PredictPreset("mlp-tiny", {"--train.device", "cuda"});
   const std::string on_gpu = FormatPrediction(Predict(cuda), cuda);
   EXPECT_NE(on_gpu.find("reserved ("), std::string::npos) << on_gpu;
 }
