@@ -41,10 +41,10 @@ std::string StepRange(const Json& row) {
   return text;
 }
 
-}  // namespace
-
 // A row's train.grad_accum (since memprof.sweep/1.2; 1 before).
 int64_t GradAccumOf(const Json& row) { return row.value("grad_accum", 1); }
+
+}  // namespace
 
 std::string PointLabel(const Json& row) {
   const int64_t k = GradAccumOf(row);

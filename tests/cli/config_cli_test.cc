@@ -460,6 +460,39 @@ TEST_F(ConfigCliTest, AModelWithoutItsSizesOrMicroBatchIsRefused) {
   EXPECT_EQ(flags.config.origins.at("train.steps"), "default");
 }
 
+// Note [Sweep's accumulation list]: sweep --grad-accum takes a list, each
+// checked, and the world size defaults to the config's.
+TEST_F(ConfigCliTest, SweepTakesAListOfAccumulations) {
+  const std::string good = Write("good.ini", kGood);
+  const SweepArgs args =
+      ParseSweepArgs({"--config", good, "--world-size", "2", "--global-batch",
+                      "16", "--grad-accum", "1,2,4"});
+  EXPECT_EQ(args.grad_accums, (std::vector<int64_t>{1, 2, 4}));
+  EXPECT_EQ(args.world_sizes, (std::vector<int64_t>{2}));
+  for (const std::string& word : args.profile_words) {
+    EXPECT_EQ(word.find("grad-accum"), std::string::npos) << word;
+  }
+  const auto error = [&](std::vector<std::string> extra) {
+    std::vector<std::string> words = {"--config", good, "--global-batch", "16"};
+    words.insert(words.end(), extra.begin(), extra.end());
+    try {
+      ParseSweepArgs(words);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error({"--grad-accum", "1,1"}).find("1 is given twice"),
+            std::string::npos);
+  EXPECT_NE(error({"--grad-accum", "0"})
+                .find("'0' is not a number of micro-batches per optimizer "
+                      "step in [1, 4096]"),
+            std::string::npos);
+  EXPECT_NE(error({"--grad-accum", "3", "--world-sizes", "1"})
+                .find("not divisible by world size 1 x accumulation 3"),
+            std::string::npos);
+}
+
 // A section, or a dotted key, for a model other than the chosen one would be
 // ignored; it is refused at its line, and so is a section memprof does not
 // know.

@@ -55,9 +55,9 @@ void Train(memprof::Session& session, Net& net, torch::optim::Optimizer& opt,
            int steps, int micro_batches = 1) {
   for (int i = 0; i < steps; ++i) {
     auto step = session.Step();
-    torch::Tensor loss;
+    double loss_value = 0;
     for (int m = 0; m < micro_batches; ++m) {
-      torch::Tensor x, y;
+      torch::Tensor x, y, loss;  // freed before the next micro-batch
       {
         auto mark = session.Inputs();
         x = torch::randn({16 / micro_batches, 32});
@@ -73,6 +73,7 @@ void Train(memprof::Session& session, Net& net, torch::optim::Optimizer& opt,
         auto mark = session.Backward();
         loss.backward();
       }
+      loss_value = loss.item<double>();
     }
     {
       auto mark = session.OptimizerStep();
@@ -82,7 +83,7 @@ void Train(memprof::Session& session, Net& net, torch::optim::Optimizer& opt,
       auto mark = session.ZeroGrad();
       opt.zero_grad();
     }
-    step.Loss(loss.item<double>());
+    step.Loss(loss_value);
   }
 }
 

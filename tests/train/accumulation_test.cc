@@ -2,6 +2,7 @@
 // profile on 2 ranks at a fixed global batch with train.grad_accum 1, 2
 // and 4, read back from the rank reports.
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -104,5 +105,44 @@ TEST_F(AccumulationTest, CommunicationShareFallsWithAccumulation) {
       << "communication share at K=4 " << share_accumulated << ", at K=1 "
       << share_plain;
 }
+
+// memprof sweep --grad-accum at a fixed global batch on 2 ranks: one row
+// per accumulation, micro-batch G / (N K), model state the same to the
+// byte, the all-reduce time per optimizer step measured, and the table's
+// accumulation column and the charts' labels.
+TEST_F(AccumulationTest, SweepRunsEachAccumulationAtTheGlobalBatch) {
+  const std::string out = (dir_ / "sweep").string();
+  const CommandResult r = RunMemprof(
+      std::string("sweep --config ") + kTiny +
+      " --world-size 2 --grad-accum 1,4 --global-batch 16 --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(out + "/sweep.json");
+  const Json sweep = Json::parse(in);
+  EXPECT_EQ(sweep["schema"], "memprof.sweep/1.2");
+  const Json& rows = sweep["rows"];
+  ASSERT_EQ(rows.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const int64_t k = i == 0 ? 1 : 4;
+    EXPECT_EQ(rows[i]["world_size"], 2);
+    EXPECT_EQ(rows[i]["grad_accum"], k);
+    EXPECT_EQ(rows[i]["micro_batch"], 8 / k);
+    EXPECT_GT(rows[i]["comm_seconds"].get<double>(), 0);
+    for (const char* c :
+         {"weights", "gradients", "optimizer_state", "ddp_buckets"}) {
+      EXPECT_EQ(rows[i]["bytes"][c], rows[0]["bytes"][c]) << c << " K=" << k;
+    }
+  }
+  EXPECT_LT(rows[1]["bytes"]["activations"].get<int64_t>(),
+            rows[0]["bytes"]["activations"].get<int64_t>());
+  std::ifstream md(out + "/sweep.md");
+  const std::string table((std::istreambuf_iterator<char>(md)),
+                          std::istreambuf_iterator<char>());
+  EXPECT_NE(table.find("| accumulation |"), std::string::npos) << table;
+  std::ifstream html(out + "/sweep.html");
+  const std::string page((std::istreambuf_iterator<char>(html)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_NE(page.find("N=2 K=4"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace memprof
