@@ -65,7 +65,7 @@ struct ResnetConfig {
 };
 
 struct TrainConfig {
-  int64_t micro_batch = 8;   // samples per rank per micro-batch
+  int64_t micro_batch = 8;  // samples per rank per micro-batch
   // 0: unset; else micro_batch = global / (world * grad_accum).
   int64_t global_batch = 0;
   // Micro-batches per optimizer step, their gradients accumulated in place;
