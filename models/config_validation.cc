@@ -286,14 +286,28 @@ void ValidateRunConfig(const RunConfig& c) {
                           std::to_string(kMaxDimension) + ", got " +
                           std::to_string(c.train.global_batch));
   }
+  if (c.train.grad_accum < 1 || c.train.grad_accum > kMaxGradAccum) {
+    throw ConfigError(
+        "train.grad_accum",
+        "train.grad_accum must be between 1 (no accumulation) and " +
+            std::to_string(kMaxGradAccum) + " micro-batches per optimizer " +
+            "step, got " + std::to_string(c.train.grad_accum) +
+            "; set it to the number of micro-batches whose gradients each "
+            "optimizer step sums");
+  }
   if (c.train.global_batch > 0 &&
-      c.train.global_batch % c.ddp.world_size != 0) {
-    throw ConfigError("train.global_batch",
-                      "train.global_batch " +
-                          std::to_string(c.train.global_batch) +
-                          " does not divide over ddp.world_size " +
-                          std::to_string(c.ddp.world_size) +
-                          "; choose a multiple of the world size");
+      c.train.global_batch % (c.ddp.world_size * c.train.grad_accum) != 0) {
+    const bool accumulating = c.train.grad_accum > 1;
+    throw ConfigError(
+        "train.global_batch",
+        "train.global_batch " + std::to_string(c.train.global_batch) +
+            " does not divide over ddp.world_size " +
+            std::to_string(c.ddp.world_size) +
+            (accumulating
+                 ? " x train.grad_accum " + std::to_string(c.train.grad_accum)
+                 : std::string()) +
+            "; choose a multiple of " +
+            std::to_string(c.ddp.world_size * c.train.grad_accum));
   }
   // Note [Config key table]: each key with choices takes one of them.
   for (const ConfigKey& key : ConfigKeyTable()) {

@@ -155,13 +155,19 @@ std::vector<ConfigKey> BuildTable() {
       {"train.micro_batch",
        MEMPROF_FIELD(train.micro_batch),
        {},
-       "samples per rank per step",
+       "samples per rank per micro-batch (per step without accumulation)",
        "required unless train.global_batch is set"},
       {"train.global_batch",
        MEMPROF_FIELD(train.global_batch),
        {},
-       "samples per step over all ranks; the micro-batch is then global / "
-       "world size (0: unset)"},
+       "samples per optimizer step over all ranks; the micro-batch is then "
+       "global / (world size x grad_accum); given with the micro-batch, it "
+       "sets grad_accum = global / (micro-batch x world size) (0: unset)"},
+      {"train.grad_accum",
+       MEMPROF_FIELD(train.grad_accum),
+       {},
+       "micro-batches per optimizer step, their gradients accumulated; the "
+       "all-reduce runs once per optimizer step"},
       {"train.steps",
        MEMPROF_FIELD(train.steps),
        {},

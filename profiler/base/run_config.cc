@@ -4,8 +4,13 @@
 
 namespace memprof {
 int64_t MicroBatch(const RunConfig& c) {
-  return c.train.global_batch > 0 ? c.train.global_batch / c.ddp.world_size
-                                  : c.train.micro_batch;
+  return c.train.global_batch > 0
+             ? c.train.global_batch / (c.ddp.world_size * c.train.grad_accum)
+             : c.train.micro_batch;
+}
+
+int64_t GlobalBatch(const RunConfig& c) {
+  return MicroBatch(c) * c.ddp.world_size * c.train.grad_accum;
 }
 
 std::string DdpBackend(const RunConfig& c) {
@@ -73,6 +78,7 @@ nlohmann::json ToJson(const RunConfig& c) {
       {"train",
        {{"micro_batch", c.train.micro_batch},
         {"global_batch", c.train.global_batch},
+        {"grad_accum", c.train.grad_accum},
         {"steps", c.train.steps},
         {"optimizer", c.train.optimizer},
         {"momentum", c.train.momentum},

@@ -65,8 +65,13 @@ struct ResnetConfig {
 };
 
 struct TrainConfig {
-  int64_t micro_batch = 8;   // samples per rank per step
-  int64_t global_batch = 0;  // 0: unset; else micro_batch = global / world
+  int64_t micro_batch = 8;  // samples per rank per micro-batch
+  // 0: unset; else micro_batch = global / (world * grad_accum).
+  int64_t global_batch = 0;
+  // Micro-batches per optimizer step, their gradients accumulated in place;
+  // the DDP all-reduce runs on the last one only (Note [Gradient
+  // accumulation] in profiler/train/trainer.cc).
+  int64_t grad_accum = 1;
   int64_t steps = 3;
   std::string optimizer = "adam";  // adam | adamw | sgd
   double momentum = 0;  // sgd: one momentum buffer per parameter when > 0
@@ -119,10 +124,17 @@ struct RunConfig {
   DdpConfig ddp;
 };
 
+// train.grad_accum's bound: micro-batches per optimizer step.
+inline constexpr int64_t kMaxGradAccum = 4096;
+
 inline constexpr const char* kKnownModels = "mlp, gpt, llama, resnet";
 
-// Micro-batch per rank: train.global_batch / world_size when set.
+// Micro-batch per rank: train.global_batch / (world_size * grad_accum) when
+// the global batch is set, else train.micro_batch.
 int64_t MicroBatch(const RunConfig& config);
+// Samples per optimizer step over all ranks: micro-batch * world_size *
+// grad_accum.
+int64_t GlobalBatch(const RunConfig& config);
 
 // The collective backend: ddp.backend, or nccl on cuda and gloo on cpu.
 std::string DdpBackend(const RunConfig& config);

@@ -8,12 +8,12 @@
 namespace memprof {
 
 // Every file memprof writes names its schema; these are the only spellings.
-inline constexpr const char* kRankSchema = "memprof.rank/1.11";
+inline constexpr const char* kRankSchema = "memprof.rank/1.12";
 inline constexpr const char* kSummarySchema = "memprof.summary/1";
 inline constexpr const char* kBaselineSchema = "memprof.baseline/1";
 inline constexpr const char* kCheckSchema = "memprof.check/1";
 inline constexpr const char* kPredictionSchema = "memprof.prediction/1.4";
-inline constexpr const char* kSweepSchema = "memprof.sweep/1.1";
+inline constexpr const char* kSweepSchema = "memprof.sweep/1.2";
 inline constexpr const char* kSnapshotSchema = "memprof.snapshot/1.1";
 
 // Empty when `found` is of the family and major version of `expected`

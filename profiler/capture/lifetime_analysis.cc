@@ -410,9 +410,41 @@ class SecondPass {
     segment_ = Segment{};
     segment_.step = mark_.step;
     segment_.phase = mark_.phase;
+    segment_.micro_batch = MicroBatchOfMark();
     segment_.begin_seq = mark_.seq;
     segment_.begin_ns = mark_.time_ns;
     segment_.begin_bytes = now_;
+  }
+
+  // Note [Micro-batch index]
+  // The capture's marks carry the phase and the step only. Under gradient
+  // accumulation a step holds several micro-batches, each inputs (when
+  // marked), forward and backward, before the step's one optimizer and
+  // zero_grad: an inputs or forward mark after a backward of the same step
+  // begins the next micro-batch. So the index follows from the marks' order
+  // alone, and captures written before accumulation read the same (one
+  // micro-batch per step).
+  int32_t MicroBatchOfMark() {
+    if (mark_.step < 1) return 0;
+    if (mark_.step != micro_step_) {
+      micro_step_ = mark_.step;
+      micro_batch_ = 1;
+      backward_seen_ = false;
+    }
+    switch (mark_.phase) {
+      case Phase::kInputs:
+      case Phase::kForward:
+        if (backward_seen_) {
+          ++micro_batch_;
+          backward_seen_ = false;
+        }
+        return micro_batch_;
+      case Phase::kBackward:
+        backward_seen_ = true;
+        return micro_batch_;
+      default:
+        return 0;
+    }
   }
 
   void CloseSegment(int64_t end_seq, int64_t end_ns) {
@@ -547,6 +579,10 @@ class SecondPass {
   std::unordered_map<uint64_t, Lifetime> live_;
   PhaseMark mark_;
   int32_t step_ = 0;  // the step whose StepFigures is open
+  // Note [Micro-batch index]: the step the count is of, its micro-batch.
+  int32_t micro_step_ = 0;
+  int32_t micro_batch_ = 0;
+  bool backward_seen_ = false;
   Segment segment_;
   Breakdown now_{};
   int64_t total_ = 0;

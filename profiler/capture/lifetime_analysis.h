@@ -114,6 +114,10 @@ struct StepFigures {
 struct Segment {
   int32_t step = 0;
   Phase phase = Phase::kIdle;
+  // Inputs, forward and backward: the micro-batch of the step they belong
+  // to, from 1 (Note [Micro-batch index]); 0 for the step's optimizer and
+  // zero_grad and outside the loop.
+  int32_t micro_batch = 0;
   int64_t begin_seq = 0;
   int64_t end_seq = 0;
   int64_t begin_ns = 0;  // since the session began

@@ -45,7 +45,8 @@ po::options_description ConfigKeys(RunConfig& c) {
 }
 
 struct Aliases {
-  int64_t world_size = 0, micro_batch = 0, global_batch = 0, steps = 0;
+  int64_t world_size = 0, micro_batch = 0, global_batch = 0, steps = 0,
+          grad_accum = 0;
   std::string freeze;
 };
 
@@ -61,8 +62,10 @@ po::options_description AliasFlags(std::string& config_path, Aliases& a) {
       "micro-batch", po::value(&a.micro_batch), "= --train.micro_batch")(
       "global-batch", po::value(&a.global_batch), "= --train.global_batch")(
       "steps", po::value(&a.steps), "= --train.steps")(
-      "freeze", po::value(&a.freeze)->value_name("PREFIXES"),
-      "= --train.freeze");
+      "grad-accum", po::value(&a.grad_accum)->value_name("K"),
+      "= --train.grad_accum")("freeze",
+                              po::value(&a.freeze)->value_name("PREFIXES"),
+                              "= --train.freeze");
   return flags;
 }
 
@@ -125,6 +128,7 @@ constexpr std::pair<const char*, const char*> kAliasKeys[] = {
     {"micro-batch", "train.micro_batch"},
     {"global-batch", "train.global_batch"},
     {"steps", "train.steps"},
+    {"grad-accum", "train.grad_accum"},
     {"freeze", "train.freeze"}};
 
 // Adds the keys of the INI file at `path` to `vm` (the command line's
@@ -188,16 +192,18 @@ void StoreHfConfig(const HfConfig& hf, const po::options_description& keys,
 void ApplyAliases(const Aliases& aliases, const po::variables_map& cli,
                   RunConfig& config) {
   int64_t* fields[] = {&config.ddp.world_size, &config.train.micro_batch,
-                       &config.train.global_batch, &config.train.steps};
+                       &config.train.global_batch, &config.train.steps,
+                       &config.train.grad_accum};
   const int64_t values[] = {aliases.world_size, aliases.micro_batch,
-                            aliases.global_batch, aliases.steps};
+                            aliases.global_batch, aliases.steps,
+                            aliases.grad_accum};
   for (const auto& [flag, key] : kAliasKeys) {
     if (cli.count(flag) && cli.count(key)) {
       throw InputError(std::string("--") + flag + " and --" + key +
                        " both given; use one");
     }
   }
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 5; ++i) {
     if (cli.count(kAliasKeys[i].first)) *fields[i] = values[i];
   }
   if (cli.count("freeze")) config.train.freeze = aliases.freeze;
@@ -259,6 +265,62 @@ void ValidateWhere(const RunConfig& config) {
     if (config.source.empty()) throw;
     throw InputError(config.source + ": " + e.what());
   }
+}
+
+// Note [Accumulation from the batches]
+// The global batch and the micro-batch given together set the accumulation:
+// train.grad_accum = global / (micro-batch x world size). A micro-batch
+// from the config file yields to a --global-batch flag (the flag's global
+// batch then decides the micro-batch, as it did before accumulation: what
+// `memprof sweep --world-sizes` relies on); both from the file, both
+// flags, or the global batch in the file and a --micro-batch flag set the
+// accumulation. A global batch that does not divide, or a grad_accum given
+// as well that disagrees, is refused naming each value's origin.
+void DeriveGradAccum(const po::variables_map& cli, RunConfig& config) {
+  const auto given = [&](const std::string& key) {
+    return config.origins.at(key) != "default";
+  };
+  const bool micro_cli =
+      cli.count("micro-batch") || cli.count("train.micro_batch");
+  const bool global_cli =
+      cli.count("global-batch") || cli.count("train.global_batch");
+  const int64_t global = config.train.global_batch;
+  const int64_t micro = config.train.micro_batch;
+  const int64_t ranks = config.ddp.world_size;
+  if (global <= 0 || !given("train.global_batch") ||
+      !given("train.micro_batch") || (global_cli && !micro_cli)) {
+    return;
+  }
+  if (micro < 1 || ranks < 1) return;  // ValidateWhere names the bad value
+  const std::string batches =
+      Where(config, "train.global_batch") + " " + std::to_string(global) +
+      " with " + Where(config, "train.micro_batch") + " " +
+      std::to_string(micro) + " on " + std::to_string(ranks) +
+      (ranks == 1 ? " rank" : " ranks");
+  if (global % (micro * ranks) != 0) {
+    throw InputError(
+        batches + ": the accumulation, global / (micro-batch x ranks) = " +
+        std::to_string(global) + " / " + std::to_string(micro * ranks) +
+        ", is not a whole number; give a global batch that is a multiple of " +
+        std::to_string(micro * ranks) +
+        ", or a micro-batch that divides the per-rank batch " +
+        (global % ranks == 0 ? std::to_string(global / ranks)
+                             : "(global / ranks)") +
+        ", or leave one of them out");
+  }
+  const int64_t accumulation = global / (micro * ranks);
+  if (given("train.grad_accum") && config.train.grad_accum != accumulation) {
+    throw InputError(batches + " make " + std::to_string(accumulation) +
+                     (accumulation == 1 ? " micro-batch" : " micro-batches") +
+                     " per optimizer step, but " +
+                     Where(config, "train.grad_accum") + " is " +
+                     std::to_string(config.train.grad_accum) +
+                     "; give two of the three, or make them agree");
+  }
+  config.train.grad_accum = accumulation;
+  config.origins["train.grad_accum"] =
+      "global / (micro-batch x ranks): " + std::to_string(global) + " / " +
+      std::to_string(micro * ranks);
 }
 
 constexpr const char* kModelSections[] = {"mlp", "gpt", "llama", "resnet"};
@@ -434,15 +496,7 @@ bool ParseRunConfigWords(const std::vector<std::string>& words,
                      "); drop one of them");
   }
   RefuseOtherModels(config, cli, path, file);
-  // Both on the command line, the global batch would silently win.
-  const bool micro = cli.count("micro-batch") || cli.count("train.micro_batch");
-  const bool global =
-      cli.count("global-batch") || cli.count("train.global_batch");
-  if (micro && global && config.train.global_batch > 0) {
-    throw InputError(
-        "--micro-batch and --global-batch both given: the global batch "
-        "decides the micro-batch (global / world size); give one of them");
-  }
+  DeriveGradAccum(cli, config);
   ValidateWhere(config);
   RequireModelChoice(config, command, path.empty() ? hf.path : path);
   if (!hf.path.empty()) {
@@ -760,8 +814,65 @@ FitArgs ParseFitArgs(const std::vector<std::string>& words) {
   return args;
 }
 
-SweepArgs ParseSweepArgs(const std::vector<std::string>& words) {
+namespace {
+
+// Note [Sweep's accumulation list]
+// `memprof sweep --grad-accum 1,2,4` takes a list, where every other
+// command's --grad-accum is one train.grad_accum: the list and its flag are
+// taken out of the words before the config's flags are parsed, and each
+// point passes its own --grad-accum to its run. Returns the words without
+// them; `list` gets the flag's value ("" when not given).
+std::vector<std::string> TakeGradAccumList(
+    const std::vector<std::string>& words, std::string& list) {
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    if (word == "--grad-accum") {
+      if (i + 1 == words.size()) {
+        throw InputError("--grad-accum needs a list: --grad-accum 1,2,4,8");
+      }
+      list = words[++i];
+    } else if (word.rfind("--grad-accum=", 0) == 0) {
+      list = word.substr(std::string("--grad-accum=").size());
+    } else {
+      kept.push_back(word);
+    }
+  }
+  return kept;
+}
+
+// "1,2,4" -> {1, 2, 4}: each in [1, kMaxGradAccum], none twice.
+std::vector<int64_t> GradAccumList(const std::string& list) {
+  std::vector<int64_t> values;
+  std::stringstream items(list);
+  for (std::string item; std::getline(items, item, ',');) {
+    char* end = nullptr;
+    const long long k = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || k < 1 || k > kMaxGradAccum) {
+      throw InputError("--grad-accum " + list + ": '" + item +
+                       "' is not a number of micro-batches per optimizer "
+                       "step in [1, " +
+                       std::to_string(kMaxGradAccum) + "]");
+    }
+    if (std::find(values.begin(), values.end(), k) != values.end()) {
+      throw InputError("--grad-accum " + list + ": " + std::to_string(k) +
+                       " is given twice; give each accumulation once");
+    }
+    values.push_back(k);
+  }
+  if (values.empty()) {
+    throw InputError("--grad-accum needs a list: --grad-accum 1,2,4,8");
+  }
+  return values;
+}
+
+}  // namespace
+
+SweepArgs ParseSweepArgs(const std::vector<std::string>& all_words) {
   SweepArgs args;
+  std::string accums;  // Note [Sweep's accumulation list]
+  const std::vector<std::string> words = TakeGradAccumList(all_words, accums);
+  if (!accums.empty()) args.grad_accums = GradAccumList(accums);
   std::string sizes, stages;
   po::options_description flags("Options");
   flags.add_options()("help,h", "print this help")(
@@ -777,16 +888,23 @@ SweepArgs ParseSweepArgs(const std::vector<std::string>& words) {
   if (!ParseRunConfigWords(
           words, flags, "sweep",
           "usage: memprof sweep --config FILE --world-sizes 1,2,4 "
-          "--global-batch G [--zero-stages 0,1] [--out DIR]\nruns each world "
-          "size N (and ZeRO stage) at micro-batch G/N: per-rank bytes by "
-          "category and step time (compute, all-reduce, parameter exchange) "
-          "against N",
+          "--global-batch G [--zero-stages 0,1] [--grad-accum 1,2,4,8] "
+          "[--out DIR]\nruns each world size N (and ZeRO stage, and "
+          "accumulation K: --grad-accum's list of micro-batches per optimizer "
+          "step; --world-sizes then defaults to the config's) at micro-batch "
+          "G/(N K): per-rank bytes by category and step time (compute, "
+          "all-reduce, parameter exchange) against N and K",
           args.config, cli, args.help_text)) {
     args.help = true;
     return args;
   }
+  if (sizes.empty() && !args.grad_accums.empty()) {
+    sizes = std::to_string(args.config.ddp.world_size);
+  }
   if (sizes.empty()) {
-    throw InputError("sweep: --world-sizes N,N,... is required (e.g. 1,2,4)");
+    throw InputError(
+        "sweep: --world-sizes N,N,... is required (e.g. 1,2,4), or "
+        "--grad-accum K,K,... at the config's world size");
   }
   std::stringstream list(sizes);
   for (std::string item; std::getline(list, item, ',');) {
@@ -829,11 +947,24 @@ SweepArgs ParseSweepArgs(const std::vector<std::string>& words) {
                        " is not divisible by world size " + std::to_string(n) +
                        " (from --world-sizes " + sizes + ")");
     }
+    for (int64_t k : args.grad_accums) {
+      if (args.global_batch % (n * k) != 0) {
+        throw InputError("--global-batch " + std::to_string(args.global_batch) +
+                         " is not divisible by world size " +
+                         std::to_string(n) + " x accumulation " +
+                         std::to_string(k) + " (from --grad-accum " + accums +
+                         "): give a global batch that is a multiple of " +
+                         std::to_string(n * k));
+      }
+    }
   }
   args.profile_words =
       ProfileWords(words, {"world-sizes", "zero-stages", "out", "world-size",
                            "ddp.world_size", "micro-batch", "train.micro_batch",
                            "global-batch", "train.global_batch"});
+  if (!args.grad_accums.empty()) {
+    args.profile_words = ProfileWords(args.profile_words, {"train.grad_accum"});
+  }
   if (!args.zero_stages.empty()) {
     args.profile_words = ProfileWords(args.profile_words, {"ddp.zero_stage"});
   }

@@ -85,6 +85,9 @@ struct SweepArgs {
   std::vector<int64_t> world_sizes;  // --world-sizes 1,2,4
   // --zero-stages 0,1 (ddp.zero_stage each); empty: the config's stage.
   std::vector<int64_t> zero_stages;
+  // --grad-accum 1,2,4 (train.grad_accum each, at the same global batch);
+  // empty: the config's.
+  std::vector<int64_t> grad_accums;
   int64_t global_batch = 0;
   std::string out_dir = "out/sweep";
   std::vector<std::string> profile_words;  // as FitArgs::profile_words

@@ -240,7 +240,14 @@ std::string FormatPrediction(const Prediction& p, const RunConfig& config,
   if (!config.source.empty()) out << " (" << config.source << ")";
   out << ", P = " << GroupedInteger(p.parameters) << " parameters, micro-batch "
       << p.micro_batch << " per rank, " << p.world_size << " rank"
-      << (p.world_size == 1 ? "" : "s") << "\n"
+      << (p.world_size == 1 ? "" : "s");
+  if (config.train.grad_accum > 1) {
+    out << ", " << config.train.grad_accum
+        << " micro-batches accumulated per optimizer step (global batch "
+        << GlobalBatch(config)
+        << "): activations follow the micro-batch, model state does not";
+  }
+  out << "\n"
       << (zero1 ? "rank " + std::to_string(p.rank) +
                       ", the busiest: under ZeRO-1 the ranks differ only in "
                       "their partition of the optimizer state (and its "

@@ -29,6 +29,9 @@ std::vector<std::string> ProfileWords(const ProfileChildRequest& request) {
   if (request.zero_stage >= 0) {
     flag("--ddp.zero_stage", std::to_string(request.zero_stage));
   }
+  if (request.grad_accum > 0) {
+    flag("--grad-accum", std::to_string(request.grad_accum));
+  }
   if (request.memory_limit_bytes > 0) {
     flag("--memory-limit", std::to_string(request.memory_limit_bytes));
   }

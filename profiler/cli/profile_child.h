@@ -26,6 +26,7 @@ struct ProfileChildRequest {
   int64_t global_batch = 0;        // always passed; 0: micro-batch decides
   int64_t memory_limit_bytes = 0;  // 0: not passed (no limit)
   int64_t zero_stage = -1;         // -1: not passed (the config's)
+  int64_t grad_accum = 0;          // 0: not passed (the config's)
   // --out; its parent must exist. The child's stdout and stderr go to
   // OUT_DIR.log, beside it.
   std::string out_dir;

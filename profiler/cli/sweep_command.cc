@@ -36,6 +36,7 @@ using Json = nlohmann::ordered_json;
 struct SweepPoint {
   int64_t world_size = 0;
   int64_t zero_stage = 0;
+  int64_t grad_accum = 1;
   std::string dir;
   RankReport rank0;
 };
@@ -44,11 +45,12 @@ struct SweepPoint {
 struct SweepFailure {
   int64_t world_size = 0;
   int64_t zero_stage = -1;  // -1: the config's
+  int64_t grad_accum = 0;   // 0: the config's
   int exit_code = 0;
   std::string log_path;
 };
 
-// memprof.sweep/1.1: one row per point that ran, from rank 0's report; the
+// memprof.sweep/1.2: one row per point that ran, from rank 0's report; the
 // warnings of Note [Step-time spread] (profiler/report/sweep_page.h); the point
 // that failed, if one did.
 Json SweepJson(int64_t global_batch, const std::vector<SweepPoint>& points,
@@ -75,6 +77,7 @@ Json SweepJson(int64_t global_batch, const std::vector<SweepPoint>& points,
     Json row{{"world_size", point.world_size},
              {"zero_stage", point.zero_stage},
              {"micro_batch", rank.micro_batch},
+             {"grad_accum", point.grad_accum},
              {"bytes", bytes},
              {"peak_bytes", rank.peak.total_bytes},
              {"step_seconds", step_s},
@@ -105,6 +108,7 @@ Json SweepJson(int64_t global_batch, const std::vector<SweepPoint>& points,
   if (failure) {
     failed = Json{{"world_size", failure->world_size},
                   {"zero_stage", failure->zero_stage},
+                  {"grad_accum", failure->grad_accum},
                   {"exit_code", failure->exit_code},
                   {"log", failure->log_path}};
   }
@@ -115,93 +119,124 @@ Json SweepJson(int64_t global_batch, const std::vector<SweepPoint>& points,
               {"failed", failed}};
 }
 
-// The config of the point at world size `n`, micro-batch G/n, ZeRO stage
-// `stage` (-1: the config's), as its `memprof profile` will read it.
-RunConfig PointConfig(const SweepArgs& args, int64_t n, int64_t stage) {
+// One point of the sweep before it runs: world size, ZeRO stage (-1: the
+// config's) and accumulation (0: the config's).
+struct PointSpec {
+  int64_t world_size = 1;
+  int64_t zero_stage = -1;
+  int64_t grad_accum = 0;
+};
+
+// The config of a point, micro-batch G/(N K), as its `memprof profile`
+// will read it.
+RunConfig PointConfig(const SweepArgs& args, const PointSpec& point) {
   RunConfig config = args.config;
-  config.ddp.world_size = n;
+  config.ddp.world_size = point.world_size;
   config.train.global_batch = args.global_batch;
-  if (stage >= 0) config.ddp.zero_stage = stage;
+  if (point.zero_stage >= 0) config.ddp.zero_stage = point.zero_stage;
+  if (point.grad_accum > 0) config.train.grad_accum = point.grad_accum;
   return config;
 }
 
-// "N=4" or "N=4 ZeRO-1", before the point has a row.
-std::string PointName(int64_t n, int64_t stage) {
-  return "N=" + std::to_string(n) +
-         (stage >= 0 ? " ZeRO-" + std::to_string(stage) : "");
+// "N=4", "N=4 ZeRO-1" or "N=4 K=8", before the point has a row.
+std::string PointName(const PointSpec& point) {
+  return "N=" + std::to_string(point.world_size) +
+         (point.zero_stage >= 0 ? " ZeRO-" + std::to_string(point.zero_stage)
+                                : "") +
+         (point.grad_accum > 0 ? " K=" + std::to_string(point.grad_accum) : "");
+}
+
+// Every point, world size outermost, then ZeRO stage, then accumulation.
+std::vector<PointSpec> PointsOf(const SweepArgs& args) {
+  const std::vector<int64_t> stages =
+      args.zero_stages.empty() ? std::vector<int64_t>{-1} : args.zero_stages;
+  const std::vector<int64_t> accums =
+      args.grad_accums.empty() ? std::vector<int64_t>{0} : args.grad_accums;
+  std::vector<PointSpec> points;
+  for (int64_t n : args.world_sizes) {
+    for (int64_t stage : stages) {
+      for (int64_t k : accums) points.push_back({n, stage, k});
+    }
+  }
+  return points;
 }
 
 // Every point is checked before any runs, as its `memprof profile` would
 // check it, so that a sweep does not stop at its fourth point after three
 // runs: InputError naming the point.
-void CheckPoints(const SweepArgs& args, const std::vector<int64_t>& stages) {
-  for (int64_t n : args.world_sizes) {
-    for (int64_t stage : stages) {
-      const RunConfig config = PointConfig(args, n, stage);
-      try {
-        ValidateRunConfig(config);
-        if (n > 1) CheckLocalWorldSize(config);  // Note [Local world size]
-        CheckLocalMemory(config, 0,
-                         AvailableMemoryBytes());  // Note [Local memory]
-      } catch (const InputError& e) {
-        throw InputError("sweep: the point " + PointName(n, stage) +
-                         " cannot run, so no point was run: " + e.what());
+void CheckPoints(const SweepArgs& args) {
+  for (const PointSpec& point : PointsOf(args)) {
+    const RunConfig config = PointConfig(args, point);
+    try {
+      ValidateRunConfig(config);
+      if (point.world_size > 1) {
+        CheckLocalWorldSize(config);  // Note [Local world size]
       }
+      CheckLocalMemory(config, 0,
+                       AvailableMemoryBytes());  // Note [Local memory]
+    } catch (const InputError& e) {
+      throw InputError("sweep: the point " + PointName(point) +
+                       " cannot run, so no point was run: " + e.what());
     }
   }
 }
 
-// Runs the config at world size `n`, micro-batch G/n, into OUT/ws-<n>/ (at
-// ZeRO stage `stage` >= 0, into OUT/ws-<n>-zero-<s>/). The point, or the
-// failure when the run did not succeed or wrote no report for rank 0.
-std::variant<SweepPoint, SweepFailure> RunAt(const SweepArgs& args, int64_t n,
-                                             int64_t stage) {
+// Runs the config at a point, micro-batch G/(N K), into OUT/ws-<n>/ (at
+// ZeRO stage s, OUT/ws-<n>-zero-<s>/; at accumulation K, with -accum-<K>
+// after it). The point, or the failure when the run did not succeed or
+// wrote no report for rank 0.
+std::variant<SweepPoint, SweepFailure> RunAt(const SweepArgs& args,
+                                             const PointSpec& point) {
+  const int64_t n = point.world_size, stage = point.zero_stage;
+  const int64_t k = point.grad_accum;
   ProfileChildRequest request;
   request.config_words = args.profile_words;
   request.world_size = n;
   request.global_batch = args.global_batch;
   request.zero_stage = stage;
+  request.grad_accum = k;
   request.out_dir = (fs::path(args.out_dir) /
                      ("ws-" + std::to_string(n) +
-                      (stage >= 0 ? "-zero-" + std::to_string(stage) : "")))
+                      (stage >= 0 ? "-zero-" + std::to_string(stage) : "") +
+                      (k > 0 ? "-accum-" + std::to_string(k) : "")))
                         .string();
   std::cout << "memprof sweep: " << n << " rank" << (n == 1 ? "" : "s")
             << (stage >= 0 ? ", ZeRO stage " + std::to_string(stage) : "")
-            << " at micro-batch " << args.global_batch / n << " -> "
-            << request.out_dir << "\n"
+            << (k > 0 ? ", " + std::to_string(k) + " micro-batches per step"
+                      : "")
+            << " at micro-batch " << MicroBatch(PointConfig(args, point))
+            << " -> " << request.out_dir << "\n"
             << std::flush;
   ProfileChildResult child = RunProfileChild(request);
   if (child.exit_code != kExitOk || child.reports.empty() ||
       child.reports.front().context.rank != 0) {
     return SweepFailure{
-        n, stage, child.exit_code == kExitOk ? kExitRunFailed : child.exit_code,
+        n, stage, k,
+        child.exit_code == kExitOk ? kExitRunFailed : child.exit_code,
         child.log_path};
   }
   RankReport& rank0 = child.reports.front();
-  return SweepPoint{n, rank0.context.config.ddp.zero_stage, request.out_dir,
-                    std::move(rank0)};
+  const int64_t grad_accum = rank0.context.config.train.grad_accum;
+  return SweepPoint{n, rank0.context.config.ddp.zero_stage, grad_accum,
+                    request.out_dir, std::move(rank0)};
 }
 
 }  // namespace
 
 int RunSweepCommand(const SweepArgs& args) {
-  const std::vector<int64_t> stages =
-      args.zero_stages.empty() ? std::vector<int64_t>{-1} : args.zero_stages;
   std::cout << FormatEffectiveConfig(args.config) << std::flush;
-  CheckPoints(args, stages);
+  CheckPoints(args);
   // Each run writes in a directory of its own inside.
   CreateOutputDirectory("--out", args.out_dir, 2 * kLongestOutputName);
   std::vector<SweepPoint> points;
   std::optional<SweepFailure> failure;
-  for (int64_t n : args.world_sizes) {
-    for (int64_t stage : stages) {
-      if (failure) break;
-      auto result = RunAt(args, n, stage);
-      if (auto* point = std::get_if<SweepPoint>(&result)) {
-        points.push_back(std::move(*point));
-      } else {
-        failure = std::get<SweepFailure>(result);
-      }
+  for (const PointSpec& spec : PointsOf(args)) {
+    if (failure) break;
+    auto result = RunAt(args, spec);
+    if (auto* point = std::get_if<SweepPoint>(&result)) {
+      points.push_back(std::move(*point));
+    } else {
+      failure = std::get<SweepFailure>(result);
     }
   }
   // What completed is written even when a later point failed.

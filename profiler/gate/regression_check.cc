@@ -33,6 +33,7 @@ const std::map<std::string, Json>& KeysAddedLater() {
       {"train.momentum", 0.0},                     // memprof.rank/1.5
       {"train.activation_checkpointing", "none"},  // memprof.rank/1.5
       {"train.freeze", ""},                        // memprof.rank/1.11
+      {"train.grad_accum", 1},                     // memprof.rank/1.12
   };
   return keys;
 }

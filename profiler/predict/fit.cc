@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "models/config_validation.h"
@@ -40,6 +41,33 @@ struct RunnableLever {
   bool one_rank = true;
   void (*apply)(RunConfig&);
 };
+
+// Note [Accumulation lever]
+// An activation overflow that a smaller micro-batch cures can keep the
+// global batch on the same ranks by accumulating gradients: the samples per
+// rank per optimizer step, B K (the requested micro-batch B, train.grad_accum
+// K), in micro-batches of the largest B' <= the largest micro-batch that
+// fits which divides B K exactly, K' = B K / B' of them. Model state is
+// unchanged and the figure is the one at micro-batch B' (the prediction
+// does not depend on K). None when no such B' is below B.
+std::optional<FitLever> AccumulationLever(const RunConfig& config,
+                                          const FitAnswer& a) {
+  const int64_t per_rank = a.micro_batch * config.train.grad_accum;
+  for (int64_t b = std::min(a.largest_micro_batch, a.micro_batch - 1); b >= 1;
+       --b) {
+    if (per_rank % b != 0 || per_rank / b > kMaxGradAccum) continue;
+    const int64_t k = per_rank / b;
+    return FitLever{"gradient accumulation: micro-batch " + std::to_string(b) +
+                        ", " + std::to_string(k) +
+                        " micro-batches per optimizer step keep the global "
+                        "batch on " +
+                        Plural(a.world_size, "rank"),
+                    "--micro-batch " + std::to_string(b) + " --grad-accum " +
+                        std::to_string(k),
+                    FigureWith(config, b, a.device)};
+  }
+  return std::nullopt;
+}
 
 // Note [Fit levers]
 std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
@@ -92,6 +120,9 @@ std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
            "--micro-batch " + std::to_string(a.largest_micro_batch) +
                " --world-size " + std::to_string(ranks),
            a.largest_peak_bytes});
+    }
+    if (std::optional<FitLever> accumulation = AccumulationLever(config, a)) {
+      levers.push_back(std::move(*accumulation));
     }
     const int checkpointing =
         index_of("--train.activation_checkpointing blocks");

@@ -61,7 +61,9 @@ enum class FitVerdict {
 // Note [Fit levers]
 // When the requested run does not fit, what would, each change alone from
 // the requested config, in this order: a smaller micro-batch per rank (and
-// the ranks that keep the global batch), activation checkpointing (gpt,
+// the ranks that keep the global batch), the same smaller micro-batch with
+// gradient accumulation keeping the global batch on the same ranks (Note
+// [Accumulation lever] in fit.cc), activation checkpointing (gpt,
 // resnet), the longest sequence (gpt) or the largest resolution (resnet)
 // that fits at the requested micro-batch, bf16 autocast (from float32:
 // mostly bfloat16 activations, at the price of the weights' bfloat16

@@ -131,6 +131,7 @@ void RankEvents(Json& events, const RankReport& rank, int64_t offset_us) {
     events.push_back(Span(std::string(PhaseName(segment.phase)), "phase", pid,
                           begin, at(segment.end_us) - begin,
                           {{"step", segment.step},
+                           {"micro_batch", segment.micro_batch},
                            {"begin_seq", segment.begin_seq},
                            {"end_seq", segment.end_seq},
                            {"peak_bytes", segment.peak_bytes}}));

@@ -87,6 +87,7 @@ Json StepJson(const StepReport& s, const StepDetail* detail) {
             {"comm_seconds", s.comm_seconds},
             {"exchange_seconds", s.exchange_seconds},
             {"recompute_seconds", s.recompute_seconds},
+            {"micro_batches", s.micro_batches},
             {"loss", s.loss},
             {"peak_bytes", s.peak_bytes},
             {"peak_phase", PhaseName(s.peak_phase)},
@@ -102,6 +103,7 @@ Json StepJson(const StepReport& s, const StepDetail* detail) {
 Json SegmentJson(const TimelineSegment& seg) {
   return Json{{"step", seg.step},
               {"phase", PhaseName(seg.phase)},
+              {"micro_batch", seg.micro_batch},
               {"begin_seq", seg.begin_seq},
               {"end_seq", seg.end_seq},
               {"begin_us", seg.begin_us},

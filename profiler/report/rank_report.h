@@ -123,6 +123,9 @@ struct StepReport {
   // Checkpointed blocks' reruns inside backward (since memprof.rank/1.5);
   // 0 without activation checkpointing.
   double recompute_seconds = 0;
+  // Forward and backward passes in the step, each over a micro-batch
+  // (train.grad_accum; since memprof.rank/1.12, 1 before).
+  int micro_batches = 1;
   double loss = 0;
   int64_t peak_bytes = 0;
   Phase peak_phase = Phase::kIdle;
@@ -151,6 +154,10 @@ struct TimelineSegment {
   int64_t peak_seq = -1;  // -1: the segment allocated nothing
   Breakdown peak_breakdown{};
   Breakdown end_bytes{};
+  // Inputs, forward, backward: the step's micro-batch, from 1; 0 for
+  // optimizer and zero_grad and outside the loop (since memprof.rank/1.12;
+  // 1 or 0 before).
+  int micro_batch = 0;
 };
 
 // Live bytes by category over the step of the steady-state peak, one point

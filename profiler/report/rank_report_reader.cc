@@ -222,6 +222,10 @@ RunConfig RankReportReader::Config(const Json& c,
   const Json& t = r_.Object(c, where, "train");
   config.train.micro_batch = r_.Bytes(t, train_where, "micro_batch");
   config.train.global_batch = r_.Bytes(t, train_where, "global_batch");
+  if (t.contains("grad_accum")) {  // since memprof.rank/1.12
+    config.train.grad_accum =
+        r_.Integer(t, train_where, "grad_accum", 1, kMaxGradAccum);
+  }
   config.train.steps = r_.Bytes(t, train_where, "steps");
   config.train.optimizer = r_.String(t, train_where, "optimizer");
   if (t.contains("momentum")) {  // since memprof.rank/1.5
@@ -382,6 +386,9 @@ std::vector<StepReport> RankReportReader::Steps(
     step.recompute_seconds = Optional(s, "recompute_seconds", 0.0, [&] {
       return r_.Number(s, where, "recompute_seconds");
     });
+    step.micro_batches = Optional(s, "micro_batches", 1, [&] {
+      return Int(s, where, "micro_batches", 1, static_cast<int>(kMaxGradAccum));
+    });
     step.loss = r_.Number(s, where, "loss");
     step.peak_bytes = r_.Bytes(s, where, "peak_bytes");
     step.peak_phase = PhaseOf(s, where, "peak_phase");
@@ -502,6 +509,13 @@ std::vector<TimelineSegment> RankReportReader::Timeline(
     TimelineSegment seg;
     seg.step = Int(s, where, "step");
     seg.phase = PhaseOf(s, where, "phase");
+    // Since memprof.rank/1.12: one micro-batch per step before.
+    const bool in_micro_batch = seg.step > 0 && (seg.phase == Phase::kInputs ||
+                                                 seg.phase == Phase::kForward ||
+                                                 seg.phase == Phase::kBackward);
+    seg.micro_batch = Optional(s, "micro_batch", in_micro_batch ? 1 : 0, [&] {
+      return Int(s, where, "micro_batch", 0, static_cast<int>(kMaxGradAccum));
+    });
     seg.begin_seq = r_.Bytes(s, where, "begin_seq");
     seg.end_seq = r_.Bytes(s, where, "end_seq");
     seg.begin_us = r_.Bytes(s, where, "begin_us");

@@ -310,6 +310,14 @@ ReportTable StepsTable(const RunView& view) {
                  std::to_string(first.steady_first_step)
            : std::string("no steady-state step completed")) +
       ".";
+  const int64_t accumulation = first.context.config.train.grad_accum;
+  if (accumulation > 1) {
+    table.caption += " Each step is one optimizer step over " +
+                     std::to_string(accumulation) + " micro-batches of " +
+                     std::to_string(first.micro_batch) +
+                     " samples (gradient accumulation), its time theirs "
+                     "together.";
+  }
   table.header = {"step", "state"};
   for (const RankReport& rank : view.ranks) {
     table.header.push_back(RankHeader(rank) + " peak");

@@ -41,19 +41,26 @@ std::string StepRange(const Json& row) {
   return text;
 }
 
+// A row's train.grad_accum (since memprof.sweep/1.2; 1 before).
+int64_t GradAccumOf(const Json& row) { return row.value("grad_accum", 1); }
+
 }  // namespace
 
 std::string PointLabel(const Json& row) {
+  const int64_t k = GradAccumOf(row);
   return "N=" + std::to_string(row["world_size"].get<int64_t>()) +
-         (row["zero_stage"].get<int64_t>() == 1 ? " ZeRO-1" : "");
+         (row["zero_stage"].get<int64_t>() == 1 ? " ZeRO-1" : "") +
+         (k > 1 ? " K=" + std::to_string(k) : "");
 }
 
 std::string FailedSentence(const Json& sweep) {
   const Json& failed = sweep["failed"];
   const int64_t stage = failed["zero_stage"].get<int64_t>();
   const int64_t n = failed["world_size"].get<int64_t>();
+  const int64_t k = failed.value("grad_accum", 0);
   return "The run at " + std::to_string(n) + (n == 1 ? " rank" : " ranks") +
          (stage >= 0 ? ", ZeRO stage " + std::to_string(stage) : "") +
+         (k > 0 ? ", " + std::to_string(k) + " micro-batches per step" : "") +
          " failed (exit " + std::to_string(failed["exit_code"].get<int>()) +
          "; see " + failed["log"].get<std::string>() +
          "); the rows above are the points that completed before it, and no "
@@ -63,14 +70,16 @@ std::string FailedSentence(const Json& sweep) {
 ReportTable SweepTable(const Json& sweep, bool warnings_as_notes) {
   ReportTable table;
   table.id = "sweep";
-  table.title = "Per rank, against the number of ranks";
+  table.title =
+      "Per rank, against the number of ranks and the gradient accumulation";
   table.caption =
       "Global batch " + std::to_string(sweep["global_batch"].get<int64_t>()) +
-      "; each category's bytes on one rank (its largest live bytes over a "
-      "steady-state step; temporaries at the peak), then the median "
-      "steady-state step, the time in the Reducer's all-reduces and, under "
-      "ZeRO-1, in the parameter exchange after the optimizer step.";
-  table.header = {"ranks", "ZeRO", "micro-batch"};
+      " per optimizer step; each category's bytes on one rank (its largest "
+      "live bytes over a steady-state step; temporaries at the peak), then "
+      "the median steady-state optimizer step (all its micro-batches), the "
+      "time in the Reducer's all-reduces and, under ZeRO-1, in the parameter "
+      "exchange after the optimizer step.";
+  table.header = {"ranks", "ZeRO", "micro-batch", "accumulation"};
   for (Category c : kAllCategories) table.header.emplace_back(CategoryName(c));
   for (const char* h : {"peak", "step", "step range", "all-reduce", "exchange",
                         "communication share"}) {
@@ -81,7 +90,8 @@ ReportTable SweepTable(const Json& sweep, bool warnings_as_notes) {
     std::vector<std::string> cells = {
         std::to_string(row["world_size"].get<int64_t>()),
         std::to_string(row["zero_stage"].get<int64_t>()),
-        std::to_string(row["micro_batch"].get<int64_t>())};
+        std::to_string(row["micro_batch"].get<int64_t>()),
+        std::to_string(GradAccumOf(row))};
     for (Category c : kAllCategories) {
       cells.push_back(HumanBytes(
           row["bytes"][std::string(CategoryName(c))].get<int64_t>()));
@@ -96,11 +106,13 @@ ReportTable SweepTable(const Json& sweep, bool warnings_as_notes) {
   }
   table.notes.push_back(
       "Model state (weights, gradients, optimizer state, DDP buckets) is the "
-      "same on every rank at every N; activations and inputs follow the "
-      "per-rank micro-batch G/N; under ZeRO-1 the optimizer state is the "
-      "rank's partition instead. All-reduce is the union of the "
-      "Reducer's all-reduces, issue to completion, within each step (it "
-      "overlaps backward's computation); exchange is ZeRO-1's broadcast of "
+      "same on every rank at every N and every accumulation K; activations "
+      "and inputs follow the per-rank micro-batch G/(N K); under ZeRO-1 the "
+      "optimizer state is the rank's partition instead. All-reduce is the "
+      "union of the Reducer's all-reduces, issue to completion, within each "
+      "optimizer step (it overlaps the last micro-batch's backward: the "
+      "micro-batches before it accumulate their gradients without "
+      "communicating); exchange is ZeRO-1's broadcast of "
       "the updated parameters from their owners, first issue to last "
       "completion; the share is both over the step. The step range is the "
       "shortest and the longest steady-state step.");

@@ -1,5 +1,5 @@
 // What `memprof sweep` writes for people, from its sweep.json document
-// (memprof.sweep/1.1, SCHEMA.md): the table (sweep.md and sweep.html), the
+// (memprof.sweep/1.2, SCHEMA.md): the table (sweep.md and sweep.html), the
 // per-rank bytes chart (sweep.svg) and the page, sweep.html. Torch-free.
 #pragma once
 

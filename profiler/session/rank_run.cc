@@ -91,6 +91,7 @@ std::vector<StepReport> StepsOf(const RankRun& run) {
       step.comm_seconds = record.comm_seconds;
       step.exchange_seconds = record.exchange_seconds;
       step.recompute_seconds = record.recompute_seconds;
+      step.micro_batches = record.micro_batches;
       step.loss = record.loss;
     } else {
       step.completed = i + 1 < a.step_peaks.size() || a.last_mark.step == 0;
@@ -119,7 +120,7 @@ std::vector<TimelineSegment> TimelineOf(const Analysis& a) {
     timeline.push_back({seg.step, seg.phase, seg.begin_seq, seg.end_seq,
                         seg.begin_ns / 1000, seg.end_ns / 1000, seg.begin_bytes,
                         seg.peak.total_bytes, seg.peak.seq, seg.peak.bytes,
-                        seg.end_bytes});
+                        seg.end_bytes, seg.micro_batch});
   }
   return timeline;
 }

@@ -26,6 +26,8 @@ struct StepRecord {
   // Checkpointed blocks' reruns inside backward (Note [Recomputed
   // activations] in trainer.cc); 0 without activation checkpointing.
   double recompute_seconds = 0;
+  // Forward and backward passes in the step (train.grad_accum).
+  int micro_batches = 1;
   double loss = 0;
   bool completed = true;  // false: cut short by out-of-memory
 };

@@ -435,6 +435,7 @@ void SessionImpl::BeginStep() {
   ++step_;
   in_step_ = true;
   phases_seen_ = 0;
+  micro_batches_ = 0;
   loss_ = 0;
   recompute_seconds_ = 0;
   // Memprof's and the allocator's peaks restart with the steady state
@@ -450,6 +451,7 @@ void SessionImpl::EndStep(bool unwinding) {
                        .count();
   record.loss = loss_;
   record.recompute_seconds = recompute_seconds_;
+  record.micro_batches = std::max(micro_batches_, 1);
   record.completed = !unwinding;
   in_step_ = false;
   run_.step_records.push_back(record);
@@ -491,15 +493,32 @@ void SessionImpl::BeginPhase(Phase phase) {
                      "'s scope is still open: phases do not nest; end the "
                      "first scope (close its braces) before opening the next");
   }
+  // Note [Micro-batches in a step]
+  // Gradient accumulation runs inputs, forward and backward once per
+  // micro-batch before the step's one OptimizerStep and ZeroGrad: an
+  // Inputs() or Forward() after a Backward() of the same step, before its
+  // OptimizerStep(), begins the next micro-batch. Each forward's
+  // activations are resolved at its own end by the phase rule, so a
+  // micro-batch's activations are its own; the analysis numbers the
+  // micro-batches from the same order of marks (Note [Micro-batch index]).
+  const uint32_t after_backward = phases_seen_ >> OrderOf(Phase::kBackward);
+  const bool next_micro_batch =
+      (phase == Phase::kInputs || phase == Phase::kForward) &&
+      after_backward == 1;  // Backward seen, OptimizerStep and ZeroGrad not
+  if (next_micro_batch) phases_seen_ = 0;
   if (in_loop && (phases_seen_ >> OrderOf(phase)) != 0) {
     throw UsageError("memprof::Session::" + MarkName(phase) + " in step " +
                      std::to_string(step_) +
                      " after a later phase or twice: a step's phases come "
-                     "in the order Inputs, Forward, Backward, OptimizerStep, "
-                     "ZeroGrad, each at most once");
+                     "in the order Inputs, Forward, Backward (these three "
+                     "once per micro-batch when gradients are accumulated), "
+                     "OptimizerStep, ZeroGrad, each at most once");
   }
   const int64_t seq = Mark(phase);
-  if (phase == Phase::kForward) forward_begin_ = seq;
+  if (phase == Phase::kForward) {
+    forward_begin_ = seq;
+    ++micro_batches_;
+  }
   open_phase_ = phase;
   if (in_loop) phases_seen_ |= 1u << OrderOf(phase);
 }
@@ -607,7 +626,13 @@ RunConfig SessionImpl::ProgramConfig() const {
   c.model = "program";
   c.program.name = options_.name;
   c.train.micro_batch = run_.micro_batch;
-  c.train.global_batch = run_.micro_batch * run_.world_size;
+  // Note [Micro-batches in a step]: the most micro-batches a step ran.
+  for (const StepRecord& record : run_.step_records) {
+    c.train.grad_accum =
+        std::max<int64_t>(c.train.grad_accum, record.micro_batches);
+  }
+  c.train.global_batch =
+      run_.micro_batch * run_.world_size * c.train.grad_accum;
   c.train.steps = step_;
   c.train.optimizer = optimizer_name_.empty() ? "sgd" : optimizer_name_;
   c.train.momentum = momentum_;
@@ -640,6 +665,8 @@ RunConfig SessionImpl::ProgramConfig() const {
     } else if (k == "train.micro_batch" || k == "train.global_batch") {
       from = options_.micro_batch > 0 ? "SessionOptions::micro_batch"
                                       : "TrackInputs (first dimension)";
+    } else if (k == "train.grad_accum") {
+      from = "Forward() marks per Step()";
     } else if (k == "train.steps") {
       from = "Step()";
     } else if (k == "train.device") {

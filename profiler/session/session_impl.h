@@ -155,7 +155,8 @@ class SessionImpl {
   int32_t step_ = 0;
   bool in_step_ = false;
   Phase open_phase_ = Phase::kIdle;  // kIdle: none open
-  uint32_t phases_seen_ = 0;         // bits of Phase in this step
+  uint32_t phases_seen_ = 0;         // bits of Phase in this micro-batch
+  int micro_batches_ = 0;            // Forward() marks in this step
   int64_t forward_begin_ = 0;
   bool in_recompute_ = false;
   int64_t recompute_from_seq_ = 0;

@@ -358,10 +358,25 @@ double DdpEngine::CommSecondsBetween(SteadyTime begin, SteadyTime end) const {
   return comm->SecondsBetween(begin, end);
 }
 
-bool DdpEngine::PrepareForward() {
+// Note [No-sync micro-batches]
+// DistributedDataParallel.no_sync() in C++ terms. The Reducer's autograd
+// hooks act only between prepare_for_backward() and the end of that
+// backward (expect_autograd_hooks_): a backward without it runs the hooks,
+// which return at once, so autograd accumulates each parameter's gradient
+// into its .grad in place and nothing is copied into a bucket or
+// all-reduced. With gradient_as_bucket_view the .grad are the bucket views
+// themselves, so the sum lands in the bucket directly. The last micro-batch
+// of the optimizer step does call prepare_for_backward(): its hooks copy
+// each accumulated .grad into its bucket (divided by the world size; a
+// bucket view is already there) and all-reduce each bucket once, and the
+// averaged result is written back to the .grad. As DDP does, a no-sync
+// forward skips prepare_for_forward() (which counts synchronised
+// iterations) but may still rebuild the buckets: the rebuild only happens
+// after a synchronised backward has recorded the gradients' order.
+bool DdpEngine::PrepareForward(bool sync) {
   const bool rebuild = impl_->reducer->should_rebuild_buckets();
   if (rebuild) Settle(impl_->group);  // Note [Settled collectives]
-  impl_->reducer->prepare_for_forward();
+  if (sync) impl_->reducer->prepare_for_forward();
   const bool rebuilt = impl_->reducer->rebuild_buckets();
   if (rebuild) Settle(impl_->group);
   return rebuilt;
@@ -370,6 +385,11 @@ bool DdpEngine::PrepareForward() {
 void DdpEngine::PrepareForBackward() {
   // find_unused_parameters is off: DDP passes no outputs.
   impl_->reducer->prepare_for_backward({});
+}
+
+int64_t DdpEngine::AllReducesIssued() const {
+  const std::shared_ptr<CommIntervals>& comm = impl_ ? impl_->comm : comm_;
+  return comm->issued();
 }
 
 std::vector<torch::Tensor> DdpEngine::BucketBuffers() {

@@ -76,11 +76,18 @@ class DdpEngine {
   ~DdpEngine();
 
   // As DistributedDataParallel.forward does before running the module:
-  // may rebuild the buckets (in the second step, in gradient-ready order).
+  // may rebuild the buckets (in the second step, in gradient-ready order);
+  // `sync` false: a micro-batch whose backward will not all-reduce, as
+  // under DistributedDataParallel.no_sync() (Note [No-sync micro-batches]).
   // Returns true when the buckets were rebuilt.
-  bool PrepareForward();
-  // Before loss.backward(): arms the Reducer's autograd hooks.
+  bool PrepareForward(bool sync = true);
+  // Before a synchronising loss.backward(): arms the Reducer's autograd
+  // hooks. Left out, the backward accumulates into the gradients in place
+  // and communicates nothing (Note [No-sync micro-batches]).
   void PrepareForBackward();
+  // All-reduces the Reducer has issued so far (one per bucket per
+  // synchronising backward).
+  int64_t AllReducesIssued() const;
   // Seconds the Reducer's all-reduces took between two times, counted once
   // where they overlap (Note [Communication time]).
   double CommSecondsBetween(std::chrono::steady_clock::time_point begin,

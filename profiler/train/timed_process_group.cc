@@ -17,6 +17,11 @@ void CommIntervals::Add(SteadyTime begin, SteadyTime end) {
   added_.notify_all();
 }
 
+int64_t CommIntervals::issued() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return issued_;
+}
+
 double CommIntervals::SecondsBetween(SteadyTime begin, SteadyTime end) const {
   std::vector<std::pair<SteadyTime, SteadyTime>> clipped;
   {

@@ -32,6 +32,8 @@ class CommIntervals {
   // this first waits (at most a second) until every issued all-reduce has
   // been added: call it once the Reducer has waited for them.
   double SecondsBetween(SteadyTime begin, SteadyTime end) const;
+  // All-reduces issued so far.
+  int64_t issued() const;
 
  private:
   mutable std::mutex mutex_;

@@ -240,29 +240,22 @@ class RankTrainer final : public RecomputeObserver, public ScopeObserver {
   }
 
  private:
-  // inputs, forward, backward (with the Reducer's all-reduces), optimizer,
-  // zero_grad; returns the loss.
+  // Note [Gradient accumulation]
+  // train.grad_accum = K: each optimizer step runs K micro-batches (inputs,
+  // forward, backward), then the optimizer and zero_grad once. Each
+  // micro-batch's loss is divided by K, so the summed gradients are those
+  // of the mean loss over the K micro-batches: for equal micro-batches, the
+  // gradients of one pass over all their samples. Only the last backward
+  // all-reduces (Note [No-sync micro-batches]); the ones before accumulate
+  // into the gradients in place. Each micro-batch's batch, graph and
+  // activations are freed before the next begins, so activations follow
+  // the micro-batch and model state does not change with K. The step's
+  // loss is the mean of the micro-batches' (unscaled) losses.
   double Train() {
-    Batch batch;
-    {
-      auto mark = session_.Inputs();
-      batch = model_->MakeBatch(session_.impl().run().micro_batch);
-      if (device_.is_cuda()) {
-        batch = {batch.input.to(device_), batch.target.to(device_)};
-      }
-      session_.TrackInputs({batch.input, batch.target});
-    }
-    torch::Tensor loss;
-    {
-      auto mark = session_.Forward();
-      ddp_->PrepareForward();  // may rebuild the buckets (step 2)
-      AutocastRegion region(device_.type(), autocast_);  // Note [Weight casts]
-      loss = model_->Loss(batch);
-    }
-    {
-      auto mark = session_.Backward();
-      ddp_->PrepareForBackward();
-      loss.backward();  // the Reducer all-reduces bucket by bucket
+    const int64_t micro_batches = config_.train.grad_accum;
+    double loss_sum = 0;
+    for (int64_t m = 1; m <= micro_batches; ++m) {
+      loss_sum += TrainMicroBatch(/*sync=*/m == micro_batches);
     }
     {
       auto mark = session_.OptimizerStep();
@@ -276,7 +269,38 @@ class RankTrainer final : public RecomputeObserver, public ScopeObserver {
       auto mark = session_.ZeroGrad();
       ZeroGrad(params_, config_.train.zero_grad_set_to_none);
     }
-    return loss.item<double>();
+    return loss_sum / static_cast<double>(micro_batches);
+  }
+
+  // One micro-batch's inputs, forward and backward (with the Reducer's
+  // all-reduces when `sync`); returns its loss, unscaled.
+  double TrainMicroBatch(bool sync) {
+    const int64_t micro_batches = config_.train.grad_accum;
+    Batch batch;
+    {
+      auto mark = session_.Inputs();
+      batch = model_->MakeBatch(session_.impl().run().micro_batch);
+      if (device_.is_cuda()) {
+        batch = {batch.input.to(device_), batch.target.to(device_)};
+      }
+      session_.TrackInputs({batch.input, batch.target});
+    }
+    torch::Tensor loss;
+    double loss_value = 0;
+    {
+      auto mark = session_.Forward();
+      ddp_->PrepareForward(sync);  // may rebuild the buckets (step 2)
+      AutocastRegion region(device_.type(), autocast_);  // Note [Weight casts]
+      loss = model_->Loss(batch);
+      loss_value = loss.item<double>();
+      if (micro_batches > 1) loss = loss / static_cast<double>(micro_batches);
+    }
+    {
+      auto mark = session_.Backward();
+      if (sync) ddp_->PrepareForBackward();
+      loss.backward();  // when `sync`, the Reducer all-reduces each bucket
+    }
+    return loss_value;
   }
 
   const RunConfig& config_;

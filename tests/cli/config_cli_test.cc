@@ -213,11 +213,6 @@ TEST_F(ConfigCliTest, AStrayArgumentAndTwoBatchSizesAreRefused) {
   const std::string stray = ErrorOf({"stray", "--steps", "2"});
   EXPECT_NE(stray.find("unexpected argument 'stray'"), std::string::npos)
       << stray;
-  const std::string both =
-      ErrorOf({"--global-batch", "8", "--micro-batch", "2"});
-  EXPECT_NE(both.find("--micro-batch and --global-batch both given"),
-            std::string::npos)
-      << both;
   const std::string other = ErrorOf(
       {"--config", Write("g.ini", "model = gpt\n"), "--mlp.hidden", "64"});
   EXPECT_NE(other.find("--mlp.hidden: the model is gpt"), std::string::npos)
@@ -227,6 +222,86 @@ TEST_F(ConfigCliTest, AStrayArgumentAndTwoBatchSizesAreRefused) {
                 {"--config", Write("good.ini", kGood), "--global-batch", "8"})
                 .config.train.global_batch,
             8);
+}
+
+// Note [Accumulation from the batches]: the global batch and the
+// micro-batch together set train.grad_accum; each refusal names the flags
+// or lines and the remedy.
+TEST_F(ConfigCliTest, GlobalAndMicroBatchSetTheAccumulation) {
+  const std::string good = Write("good.ini", kGood);  // micro_batch = 4
+  const auto parse = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--config", good});
+    return ParseProfileArgs(args).config;
+  };
+  const auto error = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--config", good});
+    return ErrorOf(args);
+  };
+  const RunConfig flags = parse(
+      {"--global-batch", "16", "--micro-batch", "2", "--world-size", "2"});
+  EXPECT_EQ(flags.train.grad_accum, 4);
+  EXPECT_EQ(MicroBatch(flags), 2);
+  EXPECT_EQ(GlobalBatch(flags), 16);
+  EXPECT_NE(flags.origins.at("train.grad_accum").find("16 / 4"),
+            std::string::npos)
+      << flags.origins.at("train.grad_accum");
+  // The file's micro-batch yields to a --global-batch flag.
+  const RunConfig global = parse({"--global-batch", "8", "--world-size", "2"});
+  EXPECT_EQ(global.train.grad_accum, 1);
+  EXPECT_EQ(MicroBatch(global), 4);
+  const RunConfig split = parse({"--global-batch", "16", "--grad-accum", "2"});
+  EXPECT_EQ(MicroBatch(split), 8);
+  // Both in the file; the file's global batch with a --micro-batch flag.
+  const std::string both =
+      Write("both.ini", std::string(kGood) + "global_batch = 16\n");
+  const RunConfig file =
+      ParseProfileArgs({"--config", both, "--world-size", "2"}).config;
+  EXPECT_EQ(file.train.grad_accum, 2);
+  EXPECT_EQ(MicroBatch(file), 4);
+  EXPECT_EQ(ParseProfileArgs({"--config", both, "--micro-batch", "1"})
+                .config.train.grad_accum,
+            16);
+  // Refused: an accumulation that is no whole number, a disagreeing
+  // grad_accum, a grad_accum of 0 or less, a global batch that does not
+  // divide over ranks x grad_accum.
+  const std::string uneven = error(
+      {"--global-batch", "10", "--micro-batch", "4", "--world-size", "2"});
+  for (const char* part : {"--global-batch 10", "--micro-batch 4", "on 2 ranks",
+                           "not a whole number", "a multiple of 8",
+                           "divides the per-rank batch 5"}) {
+    EXPECT_NE(uneven.find(part), std::string::npos) << part << "\n" << uneven;
+  }
+  const std::string uneven_file =
+      ErrorOf({"--config", both, "--world-size", "3"});
+  EXPECT_NE(uneven_file.find(both + ":8: key 'train.micro_batch' 4"),
+            std::string::npos)
+      << uneven_file;
+  const std::string conflict =
+      error({"--global-batch", "16", "--micro-batch", "2", "--world-size", "2",
+             "--grad-accum", "2"});
+  for (const char* part : {"make 4 micro-batches per optimizer step",
+                           "--grad-accum is 2", "make them agree"}) {
+    EXPECT_NE(conflict.find(part), std::string::npos) << part << "\n"
+                                                      << conflict;
+  }
+  for (const char* k : {"0", "-1", "5000"}) {
+    const std::string bad = error({"--grad-accum", k});
+    EXPECT_NE(bad.find("--grad-accum: train.grad_accum must be between 1"),
+              std::string::npos)
+        << bad;
+    EXPECT_NE(bad.find("set it to the number of micro-batches"),
+              std::string::npos)
+        << bad;
+  }
+  const std::string indivisible =
+      error({"--global-batch", "16", "--world-size", "2", "--grad-accum", "3"});
+  EXPECT_NE(indivisible.find("does not divide over ddp.world_size 2 x "
+                             "train.grad_accum 3; choose a multiple of 6"),
+            std::string::npos)
+      << indivisible;
+  EXPECT_NE(error({"--grad-accum", "2", "--train.grad_accum", "2"})
+                .find("--grad-accum and --train.grad_accum both given"),
+            std::string::npos);
 }
 
 TEST_F(ConfigCliTest, MissingFileNamesItAndTheRemedy) {
@@ -383,6 +458,39 @@ TEST_F(ConfigCliTest, AModelWithoutItsSizesOrMicroBatchIsRefused) {
        "1", "--mlp.output", "2", "--micro-batch", "2"});
   EXPECT_EQ(flags.config.mlp.output, 2);
   EXPECT_EQ(flags.config.origins.at("train.steps"), "default");
+}
+
+// Note [Sweep's accumulation list]: sweep --grad-accum takes a list, each
+// checked, and the world size defaults to the config's.
+TEST_F(ConfigCliTest, SweepTakesAListOfAccumulations) {
+  const std::string good = Write("good.ini", kGood);
+  const SweepArgs args =
+      ParseSweepArgs({"--config", good, "--world-size", "2", "--global-batch",
+                      "16", "--grad-accum", "1,2,4"});
+  EXPECT_EQ(args.grad_accums, (std::vector<int64_t>{1, 2, 4}));
+  EXPECT_EQ(args.world_sizes, (std::vector<int64_t>{2}));
+  for (const std::string& word : args.profile_words) {
+    EXPECT_EQ(word.find("grad-accum"), std::string::npos) << word;
+  }
+  const auto error = [&](std::vector<std::string> extra) {
+    std::vector<std::string> words = {"--config", good, "--global-batch", "16"};
+    words.insert(words.end(), extra.begin(), extra.end());
+    try {
+      ParseSweepArgs(words);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error({"--grad-accum", "1,1"}).find("1 is given twice"),
+            std::string::npos);
+  EXPECT_NE(error({"--grad-accum", "0"})
+                .find("'0' is not a number of micro-batches per optimizer "
+                      "step in [1, 4096]"),
+            std::string::npos);
+  EXPECT_NE(error({"--grad-accum", "3", "--world-sizes", "1"})
+                .find("not divisible by world size 1 x accumulation 3"),
+            std::string::npos);
 }
 
 // A section, or a dotted key, for a model other than the chosen one would be

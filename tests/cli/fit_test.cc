@@ -145,6 +145,74 @@ TEST(Fit, NamesTheLeversThatFitInOrder) {
                 " --world-size 2");
 }
 
+// Note [Accumulation lever]: an activation overflow that a smaller
+// micro-batch cures names that micro-batch with the accumulation that keeps
+// the samples per optimizer step on the same ranks (8 per rank at
+// micro-batch 8; 16 with train.grad_accum 2 already), and its peak.
+TEST(Fit, AccumulationKeepsTheGlobalBatchOnTheSameRanks) {
+  const FitAnswer roomy = FitOf(kTiny, 1 << 20);
+  for (const int64_t k : {1, 2}) {
+    SCOPED_TRACE("grad_accum " + std::to_string(k));
+    const FitAnswer tight =
+        FitOf(kTiny, roomy.peak_bytes - 1, {"--grad-accum", std::to_string(k)});
+    ASSERT_EQ(tight.verdict, FitVerdict::kActivationOverflow);
+    const FitLever* accumulation = nullptr;
+    for (const FitLever& lever : tight.levers) {
+      if (lever.flags.find("--grad-accum") != std::string::npos) {
+        accumulation = &lever;
+      }
+    }
+    ASSERT_NE(accumulation, nullptr) << FormatFit(tight, RunConfig{});
+    int64_t b = 0, accum = 0;
+    ASSERT_EQ(std::sscanf(accumulation->flags.c_str(),
+                          "--micro-batch %ld --grad-accum %ld", &b, &accum),
+              2)
+        << accumulation->flags;
+    EXPECT_LE(b, tight.largest_micro_batch);
+    EXPECT_EQ(b * accum, 8 * k) << "the samples per optimizer step";
+    EXPECT_NE(
+        accumulation->what.find(
+            "micro-batch " + std::to_string(b) + ", " + std::to_string(accum) +
+            " micro-batches per optimizer step keep the global batch "
+            "on 1 rank"),
+        std::string::npos)
+        << accumulation->what;
+    EXPECT_LE(accumulation->peak_bytes, tight.budget_bytes);
+    const RunConfig tiny =
+        ParseFitArgs({"--config", kTiny, "--budget", "1"}).config;
+    EXPECT_EQ(accumulation->peak_bytes, PredictedPeakAt(tiny, b));
+    EXPECT_NE(FormatFit(tight, tiny).find(accumulation->flags),
+              std::string::npos);
+  }
+}
+
+// The prediction under accumulation is the micro-batch's: gpt-tiny with 4
+// micro-batches of 2 per optimizer step on 2 ranks predicts every category
+// as micro-batch 2 without accumulation does (model state unchanged, the
+// buckets once), and predict says so.
+TEST(FitAndPredict, AccumulationPredictsTheMicroBatch) {
+  const std::string gpt = MEMPROF_SOURCE_DIR "/configs/gpt-tiny.ini";
+  const RunConfig accumulated =
+      ParsePredictArgs({"--config", gpt, "--world-size", "2", "--global-batch",
+                        "16", "--micro-batch", "2"})
+          .config;
+  const RunConfig plain = ParsePredictArgs({"--config", gpt, "--world-size",
+                                            "2", "--micro-batch", "2"})
+                              .config;
+  ASSERT_EQ(accumulated.train.grad_accum, 4);
+  const Prediction a = Predict(accumulated);
+  const Prediction b = Predict(plain);
+  EXPECT_EQ(a.micro_batch, 2);
+  for (Category c : kAllCategories) {
+    EXPECT_EQ(a.bytes[Index(c)], b.bytes[Index(c)]) << CategoryName(c);
+  }
+  EXPECT_EQ(a.Peak().Total(), b.Peak().Total());
+  EXPECT_NE(FormatPrediction(a, accumulated)
+                .find("4 micro-batches accumulated per optimizer step (global "
+                      "batch 16)"),
+            std::string::npos);
+}
+
 // bf16 autocast halves most activations and adds the weights' bfloat16
 // copies: gpt2-small at T = 1024 fits 3.8 GiB with it (3.73 GiB), after
 // checkpointing and a shorter sequence; a bfloat16 or autocast run is not

@@ -594,7 +594,7 @@ TEST_F(MultiRankTest, SweepKeepsModelStateFlatAndActivationsFollowOneOverN) {
                  " --world-sizes 1,2,4 --global-batch 8 --out " + Out("sweep"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const Json sweep = Read(Out("sweep") + "/sweep.json");
-  EXPECT_EQ(sweep["schema"], "memprof.sweep/1.1");
+  EXPECT_EQ(sweep["schema"], "memprof.sweep/1.2");
   EXPECT_TRUE(sweep["failed"].is_null());
   const Json& rows = sweep["rows"];
   ASSERT_EQ(rows.size(), 3u);

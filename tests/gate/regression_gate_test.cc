@@ -576,8 +576,9 @@ TEST_F(RegressionGateTest, BaselineHoldsEveryRanksFiguresAndItsContext) {
   EXPECT_EQ(baseline["context"]["world_size"], report["context"]["world_size"]);
   // The seed report predates ddp.zero_stage (memprof.rank/1.3),
   // train.momentum and train.activation_checkpointing (1.5), and
-  // train.freeze (1.11): their absence reads as stage 0, no momentum, none
-  // and nothing frozen, which the baseline writes out.
+  // train.freeze (1.11) and train.grad_accum (1.12): their absence reads as
+  // stage 0, no momentum, none, nothing frozen and no accumulation, which
+  // the baseline writes out.
   Json config = report["context"]["config"];
   ASSERT_FALSE(config["ddp"].contains("zero_stage"));
   ASSERT_FALSE(config["train"].contains("momentum"));
@@ -585,6 +586,7 @@ TEST_F(RegressionGateTest, BaselineHoldsEveryRanksFiguresAndItsContext) {
   config["train"]["momentum"] = 0.0;
   config["train"]["activation_checkpointing"] = "none";
   config["train"]["freeze"] = "";
+  config["train"]["grad_accum"] = 1;
   EXPECT_EQ(baseline["context"]["config"], config);
   EXPECT_EQ(baseline["context"]["libtorch_version"],
             report["context"]["libtorch_version"]);

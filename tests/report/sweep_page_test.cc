@@ -38,7 +38,7 @@ Json Row(int64_t n, double step_s, double min_s, double max_s) {
 
 // N=1 steady (5% spread), N=2 not (40%), with the warning SweepJson writes.
 Json TwoPoints() {
-  return Json{{"schema", "memprof.sweep/1.1"},
+  return Json{{"schema", "memprof.sweep/1.2"},
               {"global_batch", 8},
               {"rows", Json::array({Row(1, 0.0100, 0.0098, 0.0103),
                                     Row(2, 0.0125, 0.0100, 0.0150)})},

@@ -3,6 +3,8 @@
 //   train OUT       a 4-step loop, every mark, a scope per layer: exit 0
 //   frozen OUT      the same with fc1 and norm frozen (requires_grad
 //                   false), AdamW still given every parameter: exit 0
+//   accumulate OUT  the same loop accumulating gradients over 4
+//                   micro-batches of 4 samples per step: exit 0
 //   oom OUT         the same under a 64 KiB limit: the forward runs out;
 //                   caught, then Finish(): exit 3
 //   limit-from-env OUT  as oom, the limit left to $MEMPROF_MEMORY_LIMIT
@@ -47,24 +49,31 @@ struct NetImpl : torch::nn::Module {
 };
 TORCH_MODULE(Net);
 
+// 16 samples per optimizer step, in `micro_batches` micro-batches whose
+// gradients accumulate (each loss divided by their number).
 void Train(memprof::Session& session, Net& net, torch::optim::Optimizer& opt,
-           int steps) {
+           int steps, int micro_batches = 1) {
   for (int i = 0; i < steps; ++i) {
     auto step = session.Step();
-    torch::Tensor x, y, loss;
-    {
-      auto mark = session.Inputs();
-      x = torch::randn({16, 32});
-      y = torch::randint(0, 10, {16});
-      session.TrackInputs({x, y});
-    }
-    {
-      auto mark = session.Forward();
-      loss = torch::nll_loss(net->forward(session, x), y);
-    }
-    {
-      auto mark = session.Backward();
-      loss.backward();
+    double loss_value = 0;
+    for (int m = 0; m < micro_batches; ++m) {
+      torch::Tensor x, y, loss;  // freed before the next micro-batch
+      {
+        auto mark = session.Inputs();
+        x = torch::randn({16 / micro_batches, 32});
+        y = torch::randint(0, 10, {16 / micro_batches});
+        session.TrackInputs({x, y});
+      }
+      {
+        auto mark = session.Forward();
+        loss = torch::nll_loss(net->forward(session, x), y);
+        if (micro_batches > 1) loss = loss / micro_batches;
+      }
+      {
+        auto mark = session.Backward();
+        loss.backward();
+      }
+      loss_value = loss.item<double>();
     }
     {
       auto mark = session.OptimizerStep();
@@ -74,7 +83,7 @@ void Train(memprof::Session& session, Net& net, torch::optim::Optimizer& opt,
       auto mark = session.ZeroGrad();
       opt.zero_grad();
     }
-    step.Loss(loss.item<double>());
+    step.Loss(loss_value);
   }
 }
 
@@ -112,6 +121,11 @@ int Run(const std::string& what, int argc, char** argv) {
   session.Track(optimizer);
   if (what == "train" || what == "frozen") {
     Train(session, net, optimizer, 4);
+    session.Finish();
+    return 0;
+  }
+  if (what == "accumulate") {
+    Train(session, net, optimizer, 4, /*micro_batches=*/4);
     session.Finish();
     return 0;
   }

@@ -76,6 +76,55 @@ TEST_F(SessionTest, ProgramModelStateMeasuredAsPredictedToTheByte) {
       << markdown;
 }
 
+// Gradient accumulation in a program's loop (Note [Micro-batches in a
+// step]): Inputs, Forward and Backward four times inside one Step(). The
+// reports number the micro-batches, count them per step and in the config,
+// and the phase rule holds across them, measured: the activations of
+// micro-batch k are live when its backward begins and freed before
+// micro-batch k + 1 begins; model state is measured as predicted.
+TEST_F(SessionTest, AccumulatedMicroBatchesAreMarkedApart) {
+  const CommandResult run = RunProgram("accumulate " + dir_.string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const RankReport report = ReadRankReport(RankReportPath(dir_.string(), 0));
+  EXPECT_EQ(report.context.config.train.grad_accum, 4);
+  EXPECT_EQ(report.context.config.train.micro_batch, 4);
+  EXPECT_EQ(report.context.config.train.global_batch, 16);
+  ASSERT_EQ(report.steps.size(), 4u);
+  for (const StepReport& step : report.steps) {
+    EXPECT_EQ(step.micro_batches, 4) << "step " << step.step;
+  }
+  const int64_t params = 32 * 64 + 64 + 64 + 64 * 10 + 10 + 64;
+  EXPECT_EQ(report.Of(Category::kGradients).peak_bytes, 4 * params);
+  EXPECT_EQ(report.Of(Category::kOptimizerState).peak_bytes, 8 * params);
+  // The batch of one micro-batch: 4 x 32 floats and 4 labels.
+  EXPECT_EQ(report.Of(Category::kInputs).peak_bytes, 4 * 32 * 4 + 4 * 8);
+  EXPECT_EQ(report.Of(Category::kUnattributed).allocated_bytes, 0);
+  const int activations = Index(Category::kActivations);
+  int forwards = 0;
+  for (const TimelineSegment& seg : report.timeline) {
+    if (seg.step < 1) continue;
+    const bool in_micro_batch = seg.phase == Phase::kInputs ||
+                                seg.phase == Phase::kForward ||
+                                seg.phase == Phase::kBackward;
+    EXPECT_EQ(seg.micro_batch > 0, in_micro_batch)
+        << "step " << seg.step << " " << PhaseName(seg.phase);
+    if (seg.phase == Phase::kInputs || seg.phase == Phase::kForward) {
+      EXPECT_EQ(seg.begin_bytes[activations], 0)
+          << "step " << seg.step << " micro-batch " << seg.micro_batch
+          << ": activations of the micro-batch before still live";
+    }
+    if (seg.phase == Phase::kBackward) {
+      EXPECT_GT(seg.begin_bytes[activations], 0)
+          << "step " << seg.step << " micro-batch " << seg.micro_batch;
+    }
+    if (seg.phase == Phase::kForward) {
+      ++forwards;
+      EXPECT_EQ(seg.micro_batch, (forwards - 1) % 4 + 1) << "step " << seg.step;
+    }
+  }
+  EXPECT_EQ(forwards, 16);
+}
+
 // A program that leaves Finish() to the session's destructor, the session
 // declared first as the header shows: the model and the optimizer are
 // destroyed before it, and it finishes without touching them.

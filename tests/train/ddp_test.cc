@@ -134,6 +134,85 @@ TEST(Ddp, BucketsHoldEveryGradientOnce) {
   });
 }
 
+// Note [No-sync micro-batches] on two ranks: K micro-batches of a rank's
+// batch, each loss divided by K, the Reducer armed for the last backward
+// only. Per optimizer step the Reducer all-reduces each bucket exactly once
+// (counted by the timed process group; none before the last backward), and
+// the gradients equal those of one pass over both ranks' whole batches in
+// one process, to 1e-6 of their norm (float32 sums in another order), in
+// step 1 (one bucket) and step 2 (rebuilt into several), with and without
+// gradient_as_bucket_view.
+TEST(Ddp, AccumulatedGradientsEqualOnePassAndAllReduceOncePerStep) {
+  constexpr int64_t kRankBatch = 8;  // samples per rank per optimizer step
+  for (const bool bucket_view : {false, true}) {
+    for (const int64_t k : {1, 2, 4}) {
+      SCOPED_TRACE("grad_accum " + std::to_string(k) +
+                   (bucket_view ? ", gradient_as_bucket_view" : ""));
+      std::vector<std::unique_ptr<MlpModel>> replicas;
+      std::vector<Batch> batches;
+      torch::manual_seed(3);
+      for (int r = 0; r < kWorld; ++r) {
+        replicas.push_back(std::make_unique<MlpModel>(Tiny()));
+        batches.push_back(replicas[r]->MakeBatch(kRankBatch));
+      }
+      torch::manual_seed(3);
+      MlpModel reference(Tiny());
+      reference
+          .Loss({torch::cat({batches[0].input, batches[1].input}),
+                 torch::cat({batches[0].target, batches[1].target})})
+          .backward();
+      const std::vector<torch::Tensor> expected =
+          reference.module().parameters();
+      std::vector<std::string> failures(kWorld);
+      OnTwoRanks([&](int r, ProcessGroup& group) {
+        MlpModel& model = *replicas[r];
+        const std::vector<torch::Tensor> params = model.module().parameters();
+        DdpConfig config;
+        config.bucket_cap_mb = 0.001;  // several buckets after step 1
+        config.gradient_as_bucket_view = bucket_view;
+        DdpEngine ddp(group, config, params);
+        const int64_t micro = kRankBatch / k;
+        for (int step = 1; step <= 2; ++step) {
+          const int64_t before = ddp.AllReducesIssued();
+          for (int64_t m = 0; m < k; ++m) {
+            const bool sync = m + 1 == k;
+            ddp.PrepareForward(sync);
+            const Batch part{batches[r].input.narrow(0, m * micro, micro),
+                             batches[r].target.narrow(0, m * micro, micro)};
+            torch::Tensor loss = model.Loss(part) / static_cast<double>(k);
+            if (sync) {
+              EXPECT_EQ(ddp.AllReducesIssued(), before)
+                  << "all-reduce before the last micro-batch";
+              ddp.PrepareForBackward();
+            }
+            loss.backward();
+          }
+          EXPECT_EQ(ddp.AllReducesIssued() - before,
+                    static_cast<int64_t>(ddp.bucket_count()))
+              << "step " << step << ": not one all-reduce per bucket";
+          for (size_t i = 0; i < params.size(); ++i) {
+            const torch::Tensor& want = expected[i].grad();
+            const double error =
+                (params[i].grad() - want).norm().item<double>() /
+                want.norm().item<double>();
+            if (error > 1e-6) {
+              failures[r] += "step " + std::to_string(step) + " gradient " +
+                             std::to_string(i) + " off by " +
+                             std::to_string(error) + " of its norm; ";
+            }
+          }
+          for (const torch::Tensor& p : params) {
+            const_cast<torch::Tensor&>(p).mutable_grad().zero_();
+          }
+        }
+      });
+      for (int r = 0; r < kWorld; ++r) {
+        EXPECT_EQ(failures[r], "") << "rank " << r;
+      }
+    }
+  }
+}
+
 TEST(Redundancy, VerdictFollowsTheHashes) {
   const Redundancy same =
       CompareAcrossRanks(Category::kWeights, 100, {7, 7, 7, 7});

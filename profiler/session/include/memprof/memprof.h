@@ -147,10 +147,15 @@ class Session {
   class [[nodiscard]] StepScope;
   class [[nodiscard]] NamedScope;
 
-  // One training step: from here until the returned scope ends. Inside,
-  // the phases in this order, each at most once: Inputs, Forward,
-  // Backward, OptimizerStep, ZeroGrad (a step may leave some out, but not
-  // Forward and Backward).
+  // One training step (one optimizer step): from here until the returned
+  // scope ends. Inside, the phases in this order, each at most once:
+  // Inputs, Forward, Backward, OptimizerStep, ZeroGrad (a step may leave
+  // some out, but not Forward and Backward). Gradient accumulation repeats
+  // Inputs, Forward and Backward once per micro-batch before the step's
+  // OptimizerStep: an Inputs() or Forward() after a Backward() begins the
+  // next micro-batch, and the reports number them (with DDP, arm the
+  // Reducer, prepare_for_backward, for the last micro-batch's backward
+  // only, as DistributedDataParallel.no_sync does).
   StepScope Step();
   // Making the batch; the tensors given to TrackInputs() are `inputs`.
   PhaseScope Inputs();
