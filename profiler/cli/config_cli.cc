@@ -47,6 +47,9 @@ po::options_description ConfigKeys(RunConfig& c) {
 struct Aliases {
   int64_t world_size = 0, micro_batch = 0, global_batch = 0, steps = 0;
   std::string freeze;
+  int64_t lora_rank = 0;
+  double lora_alpha = 0, lora_dropout = 0;
+  std::string lora_targets;
 };
 
 // --config, --hf-config and the short spellings of common keys.
@@ -62,7 +65,14 @@ po::options_description AliasFlags(std::string& config_path, Aliases& a) {
       "global-batch", po::value(&a.global_batch), "= --train.global_batch")(
       "steps", po::value(&a.steps), "= --train.steps")(
       "freeze", po::value(&a.freeze)->value_name("PREFIXES"),
-      "= --train.freeze");
+      "= --train.freeze")("lora-rank", po::value(&a.lora_rank)->value_name("N"),
+                          "= --lora.rank")(
+      "lora-alpha", po::value(&a.lora_alpha)->value_name("X"),
+      "= --lora.alpha")("lora-dropout",
+                        po::value(&a.lora_dropout)->value_name("X"),
+                        "= --lora.dropout")(
+      "lora-targets", po::value(&a.lora_targets)->value_name("MODULES"),
+      "= --lora.targets");
   return flags;
 }
 
@@ -125,7 +135,11 @@ constexpr std::pair<const char*, const char*> kAliasKeys[] = {
     {"micro-batch", "train.micro_batch"},
     {"global-batch", "train.global_batch"},
     {"steps", "train.steps"},
-    {"freeze", "train.freeze"}};
+    {"freeze", "train.freeze"},
+    {"lora-rank", "lora.rank"},
+    {"lora-alpha", "lora.alpha"},
+    {"lora-dropout", "lora.dropout"},
+    {"lora-targets", "lora.targets"}};
 
 // Adds the keys of the INI file at `path` to `vm` (the command line's
 // values win) and returns its text (Note [Config file text]). InputError
@@ -201,6 +215,10 @@ void ApplyAliases(const Aliases& aliases, const po::variables_map& cli,
     if (cli.count(kAliasKeys[i].first)) *fields[i] = values[i];
   }
   if (cli.count("freeze")) config.train.freeze = aliases.freeze;
+  if (cli.count("lora-rank")) config.lora.rank = aliases.lora_rank;
+  if (cli.count("lora-alpha")) config.lora.alpha = aliases.lora_alpha;
+  if (cli.count("lora-dropout")) config.lora.dropout = aliases.lora_dropout;
+  if (cli.count("lora-targets")) config.lora.targets = aliases.lora_targets;
 }
 
 // Where each key of `config` came from (RunConfig::origins): a flag (its

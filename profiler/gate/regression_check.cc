@@ -33,6 +33,10 @@ const std::map<std::string, Json>& KeysAddedLater() {
       {"train.momentum", 0.0},                     // memprof.rank/1.5
       {"train.activation_checkpointing", "none"},  // memprof.rank/1.5
       {"train.freeze", ""},                        // memprof.rank/1.11
+      {"lora.rank", 0},                            // memprof.rank/1.12
+      {"lora.alpha", 8.0},                         // memprof.rank/1.12
+      {"lora.dropout", 0.0},                       // memprof.rank/1.12
+      {"lora.targets", ""},                        // memprof.rank/1.12
   };
   return keys;
 }

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "models/config_validation.h"
+#include "models/lora_rows.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
 #include "profiler/predict/cuda_prediction.h"
@@ -40,6 +42,47 @@ struct RunnableLever {
   bool one_rank = true;
   void (*apply)(RunConfig&);
 };
+
+// The LoRA lever (Note [Fit levers]): adapters of rank kFitLoraRank on the
+// attention projections (every Linear of an MLP), every base weight
+// frozen, at the requested micro-batch; for a model-state overflow only;
+// none when the run has adapters or frozen parameters already, when the
+// model has no Linear to adapt, or when it does not fit.
+constexpr int64_t kFitLoraRank = 8;
+
+std::optional<FitLever> LoraLever(const RunConfig& config, const FitAnswer& a) {
+  if (a.verdict != FitVerdict::kModelStateOverflow || config.lora.rank > 0 ||
+      !config.train.freeze.empty()) {
+    return {};
+  }
+  RunConfig changed = config;
+  changed.lora.rank = kFitLoraRank;
+  if (config.model == "llama") {
+    changed.lora.targets = "q_proj,k_proj,v_proj,o_proj";
+  } else if (config.model == "gpt") {
+    changed.lora.targets = "c_attn,attn.c_proj";
+  } else if (config.model == "mlp") {
+    changed.lora.targets.clear();
+    for (const std::string& name : LinearModules(config)) {
+      changed.lora.targets += (changed.lora.targets.empty() ? "" : ",") + name;
+    }
+  } else {
+    return {};
+  }
+  const int64_t peak = FigureWith(changed, a.micro_batch, a.device);
+  if (peak > a.budget_bytes) return {};
+  const Prediction p = PredictBusiestRank(AtMicroBatch(changed, a.micro_batch));
+  return FitLever{"LoRA adapters, rank " + std::to_string(kFitLoraRank) +
+                      " on " + changed.lora.targets + ", the base frozen (" +
+                      GroupedInteger(p.trained_parameters) + " of " +
+                      GroupedInteger(p.parameters) +
+                      " parameters trained; model state " +
+                      HumanBytes(ModelStateBytes(p.bytes)) + " instead of " +
+                      HumanBytes(a.model_state_bytes) + ")",
+                  "--lora-rank " + std::to_string(kFitLoraRank) +
+                      " --lora-targets " + changed.lora.targets,
+                  peak, /*one_rank=*/true};
+}
 
 // Note [Fit levers]
 std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
@@ -145,6 +188,9 @@ std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
                           peak, /*one_rank=*/true});
       }
     }
+  }
+  if (std::optional<FitLever> lora = LoraLever(config, a)) {
+    levers.push_back(*lora);
   }
   const int64_t stages[] = {0, a.zero.stage1_bytes, a.zero.stage2_bytes,
                             a.zero.stage3_bytes};
