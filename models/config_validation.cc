@@ -7,6 +7,7 @@
 #include <string>
 
 #include "models/frozen_rows.h"
+#include "models/lora_rows.h"
 #include "models/resnet_table.h"
 #include "models/size_table.h"
 #include "profiler/base/config_keys.h"
@@ -188,8 +189,21 @@ namespace {
 // and at least one parameter is left to train.
 void ValidateFreeze(const RunConfig& c) {
   const std::vector<std::string> prefixes = FreezePrefixes(c.train.freeze);
-  if (prefixes.empty()) return;
   const char* const kKey = "train.freeze";
+  if (FreezesAll(c.train.freeze) && c.lora.rank == 0) {
+    throw ConfigError(kKey,
+                      "train.freeze 'all' freezes every base weight, which is "
+                      "for adapters: add a [lora] section (lora.rank and "
+                      "lora.targets), or list the prefixes to freeze and leave "
+                      "at least one parameter trained");
+  }
+  if (!prefixes.empty() && c.lora.rank > 0) {
+    throw ConfigError(kKey, "train.freeze '" + c.train.freeze +
+                                "' beside [lora]: the adapters freeze every "
+                                "base weight already; remove train.freeze or "
+                                "write all");
+  }
+  if (prefixes.empty()) return;
   if (c.model == "resnet") {
     throw ConfigError(kKey,
                       "train.freeze is for mlp, gpt and llama; resnet's "
@@ -231,6 +245,80 @@ void ValidateFreeze(const RunConfig& c) {
                                 "' freezes every parameter, leaving nothing "
                                 "to train; leave at least one parameter out "
                                 "(such as the last block)");
+  }
+}
+
+// [lora] (Note [LoRA adapters] in models/lora_rows.h): a rank, a scaling
+// and a dropout that make sense, targets that name Linear modules of this
+// model, on a model and dtype whose adapters run and are predicted.
+void ValidateLora(const RunConfig& c) {
+  const LoraConfig& l = c.lora;
+  const LoraConfig unset;
+  if (l.rank < 0 ||
+      (l.rank == 0 && (l.targets != unset.targets || l.alpha != unset.alpha ||
+                       l.dropout != unset.dropout))) {
+    throw ConfigError("lora.rank",
+                      "lora.rank " + std::to_string(l.rank) +
+                          ": the adapters' rank must be at least 1 (8 is "
+                          "usual); leave out every lora key for no adapters");
+  }
+  if (l.rank == 0) return;
+  if (!(l.alpha > 0) || !std::isfinite(l.alpha)) {
+    throw ConfigError("lora.alpha", "lora.alpha " + Describe(l.alpha) +
+                                        ": the scaling alpha / rank needs "
+                                        "alpha > 0 (16 or the rank is usual)");
+  }
+  if (!(l.dropout >= 0 && l.dropout < 1)) {
+    throw ConfigError("lora.dropout",
+                      "lora.dropout " + Describe(l.dropout) +
+                          ": a dropout probability in [0, 1) (0 or 0.05 is "
+                          "usual)");
+  }
+  if (c.model != "mlp" && c.model != "gpt" && c.model != "llama") {
+    throw ConfigError("lora.rank", "[lora] is for mlp, gpt and llama; " +
+                                       c.model +
+                                       " has no adapters: remove [lora]");
+  }
+  const std::vector<std::string> modules = LinearModules(c);
+  std::string names;  // the modules' names without their layer
+  for (const std::string& module : modules) {
+    const size_t layer = module.find_first_of("0123456789");
+    const size_t dot = module.find('.', layer);
+    const std::string name = c.model == "mlp" || dot == std::string::npos
+                                 ? module
+                                 : module.substr(dot + 1);
+    if (names.find(name) == std::string::npos)
+      names += (names.empty() ? "" : ", ") + name;
+  }
+  const std::vector<std::string> targets = LoraTargets(l.targets);
+  if (targets.empty()) {
+    throw ConfigError("lora.targets",
+                      "lora.targets is empty: name the Linear modules that "
+                      "get adapters; this " +
+                          c.model + " has " + names);
+  }
+  for (const std::string& target : targets) {
+    if (std::none_of(modules.begin(), modules.end(), [&](const std::string& m) {
+          return TargetMatches(target, m);
+        })) {
+      throw ConfigError("lora.targets",
+                        "lora.targets: '" + target +
+                            "' matches no Linear module of this " + c.model +
+                            " (a module matches when its name is the target "
+                            "or ends in '.' + target); it has " +
+                            names);
+    }
+  }
+  if (c.train.activation_checkpointing == "blocks") {
+    throw ConfigError("lora.rank",
+                      "[lora] with activation_checkpointing blocks is not "
+                      "predicted yet: set activation_checkpointing = none, or "
+                      "remove [lora]");
+  }
+  if (c.train.dtype == "bf16-autocast" && l.dropout > 0) {
+    throw ConfigError("lora.dropout",
+                      "lora.dropout with dtype bf16-autocast is not predicted "
+                      "yet: set lora.dropout = 0, or use float32 or bfloat16");
   }
 }
 
@@ -345,6 +433,7 @@ void ValidateRunConfig(const RunConfig& c) {
   }
   if (c.model == "resnet") ValidateResnet(c.resnet, MicroBatch(c));
   RequireCountable(c);
+  ValidateLora(c);
   ValidateFreeze(c);
 }
 

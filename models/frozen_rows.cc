@@ -18,7 +18,7 @@ void ApplyFreezing(const std::vector<std::string>& prefixes, SizeTable& table) {
   std::map<std::string, bool> trained;
   for (SizeRow& row : table.rows) {
     if (row.kind != RowKind::kParameter) continue;
-    row.frozen = IsFrozen(prefixes, row.name);
+    row.frozen = row.frozen || IsFrozen(prefixes, row.name);
     trained[row.name] = !row.frozen;
   }
   // Forward position of each parameter, and of the first trained one.

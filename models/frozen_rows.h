@@ -35,7 +35,8 @@ namespace memprof {
 // no trained parameter needs. Measured against predicted in
 // tests/predict/frozen_test.cc.
 
-// Marks the parameter rows `prefixes` cover (PrefixCovers) frozen and
+// Marks the parameter rows `prefixes` cover (PrefixCovers) frozen, beside
+// those already marked (ApplyLora's base), and
 // drops the rows no trained parameter needs. Expects a table with at least
 // one trained parameter.
 void ApplyFreezing(const std::vector<std::string>& prefixes, SizeTable& table);

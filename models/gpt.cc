@@ -1,6 +1,7 @@
 #include "models/gpt.h"
 
 #include "models/checkpoint.h"
+#include "models/lora.h"
 #include "models/scope_observer.h"
 
 #include <cmath>
@@ -19,8 +20,8 @@ torch::nn::LayerNorm MakeLayerNorm(int64_t d) {
 
 }  // namespace
 
-GptBlockImpl::GptBlockImpl(const GptConfig& c)
-    : heads_(c.heads), dropout_(c.dropout) {
+GptBlockImpl::GptBlockImpl(const GptConfig& c, const LoraConfig& lora)
+    : heads_(c.heads), dropout_(c.dropout), lora_(lora) {
   const int64_t d = c.d_model;
   ln_1_ = register_module("ln_1", MakeLayerNorm(d));
   auto attn = register_module("attn", std::make_shared<torch::nn::Module>());
@@ -40,11 +41,17 @@ torch::Tensor GptBlockImpl::Dropout(const torch::Tensor& x) {
              : x;
 }
 
+torch::Tensor GptBlockImpl::Project(torch::nn::Linear& linear,
+                                    const torch::Tensor& x) {
+  return WithAdapter(*linear, x, linear(x), lora_, is_training());
+}
+
 torch::Tensor GptBlockImpl::Attention(const torch::Tensor& x,
                                       const torch::Tensor& causal_mask) {
   const int64_t b = x.size(0), t = x.size(1), d = x.size(2);
   const int64_t hd = d / heads_;
-  const std::vector<torch::Tensor> qkv = c_attn_(x).split(d, /*dim=*/2);
+  const std::vector<torch::Tensor> qkv =
+      Project(c_attn_, x).split(d, /*dim=*/2);
   // [B, T, d] -> [B, h, T, d/h]
   auto heads = [&](const torch::Tensor& y) {
     return y.view({b, t, heads_, hd}).transpose(1, 2);
@@ -56,20 +63,22 @@ torch::Tensor GptBlockImpl::Attention(const torch::Tensor& x,
   att = Dropout(torch::softmax(att, /*dim=*/-1));
   const torch::Tensor y =
       torch::matmul(att, v).transpose(1, 2).contiguous().view({b, t, d});
-  return Dropout(attn_proj_(y));
+  return Dropout(Project(attn_proj_, y));
 }
 
 torch::Tensor GptBlockImpl::forward(const torch::Tensor& x,
                                     const torch::Tensor& causal_mask) {
   const torch::Tensor mid = x + Attention(ln_1_(x), causal_mask);
-  return mid + Dropout(mlp_proj_(torch::gelu(c_fc_(ln_2_(mid)), "tanh")));
+  return mid + Dropout(Project(
+                   mlp_proj_, torch::gelu(Project(c_fc_, ln_2_(mid)), "tanh")));
 }
 
-GptImpl::GptImpl(const GptConfig& c, bool checkpoint_blocks)
+GptImpl::GptImpl(const GptConfig& c, bool checkpoint_blocks,
+                 const LoraConfig& lora)
     : dropout_(c.dropout), checkpoint_blocks_(checkpoint_blocks) {
   wte_ = register_module("wte", torch::nn::Embedding(c.vocab, c.d_model));
   wpe_ = register_module("wpe", torch::nn::Embedding(c.seq_len, c.d_model));
-  for (int64_t i = 0; i < c.layers; ++i) h_->push_back(GptBlock(c));
+  for (int64_t i = 0; i < c.layers; ++i) h_->push_back(GptBlock(c, lora));
   register_module("h", h_);
   ln_f_ = register_module("ln_f", MakeLayerNorm(c.d_model));
 }
@@ -105,8 +114,9 @@ torch::Tensor GptImpl::forward(const torch::Tensor& token_ids) {
   return torch::matmul(ln_f_(x), wte_->weight.t());
 }
 
-GptModel::GptModel(const GptConfig& config, bool checkpoint_blocks)
-    : config_(config), gpt_(config, checkpoint_blocks) {}
+GptModel::GptModel(const GptConfig& config, bool checkpoint_blocks,
+                   const LoraConfig& lora)
+    : config_(config), gpt_(config, checkpoint_blocks, lora) {}
 
 Batch GptModel::MakeBatch(int64_t micro_batch) {
   return TokenBatch(micro_batch, config_.seq_len, config_.vocab);

@@ -13,7 +13,8 @@ namespace memprof {
 
 class GptBlockImpl : public torch::nn::Module {
  public:
-  explicit GptBlockImpl(const GptConfig& config);
+  // lora: how the adapters AttachAdapters gives its Linears compute.
+  GptBlockImpl(const GptConfig& config, const LoraConfig& lora);
   // x: [B, T, d]; causal_mask: [T, T] bool, true above the diagonal.
   torch::Tensor forward(const torch::Tensor& x,
                         const torch::Tensor& causal_mask);
@@ -22,9 +23,12 @@ class GptBlockImpl : public torch::nn::Module {
   torch::Tensor Attention(const torch::Tensor& x,
                           const torch::Tensor& causal_mask);
   torch::Tensor Dropout(const torch::Tensor& x);
+  // linear(x), with its adapter.
+  torch::Tensor Project(torch::nn::Linear& linear, const torch::Tensor& x);
 
   int64_t heads_;
   double dropout_;
+  LoraConfig lora_;
   torch::nn::LayerNorm ln_1_{nullptr}, ln_2_{nullptr};
   torch::nn::Linear c_attn_{nullptr}, attn_proj_{nullptr};
   torch::nn::Linear c_fc_{nullptr}, mlp_proj_{nullptr};
@@ -34,7 +38,8 @@ TORCH_MODULE(GptBlock);
 class GptImpl : public torch::nn::Module {
  public:
   // checkpoint_blocks: each block runs checkpointed (models/checkpoint.h).
-  GptImpl(const GptConfig& config, bool checkpoint_blocks);
+  GptImpl(const GptConfig& config, bool checkpoint_blocks,
+          const LoraConfig& lora = {});
   // token_ids: [B, T] int64 -> logits [B, T, V].
   torch::Tensor forward(const torch::Tensor& token_ids);
 
@@ -49,7 +54,8 @@ TORCH_MODULE(Gpt);
 
 class GptModel final : public TrainableModel {
  public:
-  GptModel(const GptConfig& config, bool checkpoint_blocks);
+  GptModel(const GptConfig& config, bool checkpoint_blocks,
+           const LoraConfig& lora = {});
   torch::nn::Module& module() override { return *gpt_; }
   // Random token ids and next-token targets, [B, T] each.
   Batch MakeBatch(int64_t micro_batch) override;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "models/checkpoint.h"
+#include "models/lora.h"
 #include "models/scope_observer.h"
 
 namespace memprof {
@@ -63,7 +64,8 @@ torch::Tensor LlamaRmsNormImpl::forward(const torch::Tensor& x) {
   return weight_ * h.to(dtype);
 }
 
-LlamaLayerImpl::LlamaLayerImpl(const LlamaConfig& c) : head_dim_(HeadDim(c)) {
+LlamaLayerImpl::LlamaLayerImpl(const LlamaConfig& c, const LoraConfig& lora)
+    : head_dim_(HeadDim(c)), lora_(lora) {
   const int64_t d = c.hidden_size, q = c.num_attention_heads * head_dim_,
                 kv = KeyValueHeads(c) * head_dim_, i = c.intermediate_size;
   const bool qkv_bias = c.attention_bias || c.qkv_bias;
@@ -81,6 +83,12 @@ LlamaLayerImpl::LlamaLayerImpl(const LlamaConfig& c) : head_dim_(HeadDim(c)) {
       register_module("input_layernorm", LlamaRmsNorm(d, c.rms_norm_eps));
   post_attention_layernorm_ = register_module("post_attention_layernorm",
                                               LlamaRmsNorm(d, c.rms_norm_eps));
+}
+
+torch::Tensor LlamaLayerImpl::Project(const torch::nn::Linear& linear,
+                                      const torch::Tensor& x) {
+  return WithAdapter(*linear, x, memprof::Project(linear, x), lora_,
+                     is_training());
 }
 
 torch::Tensor LlamaLayerImpl::Attention(const torch::Tensor& x,
@@ -113,13 +121,14 @@ torch::Tensor LlamaLayerImpl::forward(const torch::Tensor& x,
                                        Project(up_proj_, h));
 }
 
-LlamaImpl::LlamaImpl(const LlamaConfig& c, bool checkpoint_blocks)
+LlamaImpl::LlamaImpl(const LlamaConfig& c, bool checkpoint_blocks,
+                     const LoraConfig& lora)
     : checkpoint_blocks_(checkpoint_blocks) {
   auto model = register_module("model", std::make_shared<torch::nn::Module>());
   embed_tokens_ = model->register_module(
       "embed_tokens", torch::nn::Embedding(c.vocab_size, c.hidden_size));
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    layers_->push_back(LlamaLayer(c));
+    layers_->push_back(LlamaLayer(c, lora));
   }
   model->register_module("layers", layers_);
   norm_ = model->register_module("norm",
@@ -173,8 +182,9 @@ torch::Tensor LlamaImpl::forward(const torch::Tensor& token_ids) {
                   : torch::linear(x, embed_tokens_->weight);
 }
 
-LlamaModel::LlamaModel(const LlamaConfig& config, bool checkpoint_blocks)
-    : config_(config), llama_(config, checkpoint_blocks) {}
+LlamaModel::LlamaModel(const LlamaConfig& config, bool checkpoint_blocks,
+                       const LoraConfig& lora)
+    : config_(config), llama_(config, checkpoint_blocks, lora) {}
 
 Batch LlamaModel::MakeBatch(int64_t micro_batch) {
   return TokenBatch(micro_batch, config_.seq_len, config_.vocab_size);

@@ -29,7 +29,8 @@ TORCH_MODULE(LlamaRmsNorm);
 
 class LlamaLayerImpl : public torch::nn::Module {
  public:
-  explicit LlamaLayerImpl(const LlamaConfig& config);
+  // lora: how the adapters AttachAdapters gives its Linears compute.
+  LlamaLayerImpl(const LlamaConfig& config, const LoraConfig& lora);
   // x: [B, T, d]; cos, sin: [1, T, head_dim], shared by every layer.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos,
                         const torch::Tensor& sin);
@@ -38,7 +39,12 @@ class LlamaLayerImpl : public torch::nn::Module {
   torch::Tensor Attention(const torch::Tensor& x, const torch::Tensor& cos,
                           const torch::Tensor& sin);
 
+  // linear(x) as Hugging Face computes it, with its adapter.
+  torch::Tensor Project(const torch::nn::Linear& linear,
+                        const torch::Tensor& x);
+
   int64_t head_dim_;
+  LoraConfig lora_;
   torch::nn::Linear q_proj_{nullptr}, k_proj_{nullptr}, v_proj_{nullptr},
       o_proj_{nullptr};
   torch::nn::Linear gate_proj_{nullptr}, up_proj_{nullptr}, down_proj_{nullptr};
@@ -50,7 +56,8 @@ class LlamaImpl : public torch::nn::Module {
  public:
   // checkpoint_blocks: each decoder layer runs checkpointed
   // (models/checkpoint.h).
-  LlamaImpl(const LlamaConfig& config, bool checkpoint_blocks);
+  LlamaImpl(const LlamaConfig& config, bool checkpoint_blocks,
+            const LoraConfig& lora = {});
   // token_ids: [B, T] int64 -> logits [B, T, V], in the weights' dtype
   // (bfloat16 under autocast).
   torch::Tensor forward(const torch::Tensor& token_ids);
@@ -67,7 +74,8 @@ TORCH_MODULE(Llama);
 
 class LlamaModel final : public TrainableModel {
  public:
-  LlamaModel(const LlamaConfig& config, bool checkpoint_blocks);
+  LlamaModel(const LlamaConfig& config, bool checkpoint_blocks,
+             const LoraConfig& lora = {});
   torch::nn::Module& module() override { return *llama_; }
   // Random token ids and labels, [B, T] each.
   Batch MakeBatch(int64_t micro_batch) override;

@@ -2,11 +2,13 @@
 
 #include <string>
 
+#include "models/lora.h"
 #include "models/scope_observer.h"
 
 namespace memprof {
 
-MlpImpl::MlpImpl(const MlpConfig& config) {
+MlpImpl::MlpImpl(const MlpConfig& config, const LoraConfig& lora)
+    : lora_(lora) {
   int64_t width = config.input;
   for (int64_t i = 0; i < config.depth; ++i) {
     layers_->push_back(torch::nn::Linear(width, config.hidden));
@@ -23,13 +25,19 @@ torch::Tensor MlpImpl::forward(torch::Tensor x) {
   const size_t last = layers_->size() - 1;
   for (size_t i = 0; i < last; i += 2) {
     const ModelScope named("layers." + std::to_string(i));
-    x = layers_[i]->as<torch::nn::Linear>()->forward(x);
+    x = Layer(i, x);
     x = layers_[i + 1]->as<torch::nn::ReLU>()->forward(x);
   }
-  return layers_[last]->as<torch::nn::Linear>()->forward(x);
+  return Layer(last, x);
 }
 
-MlpModel::MlpModel(const MlpConfig& config) : config_(config), mlp_(config) {}
+torch::Tensor MlpImpl::Layer(size_t i, const torch::Tensor& x) {
+  torch::nn::LinearImpl& linear = *layers_[i]->as<torch::nn::Linear>();
+  return WithAdapter(linear, x, linear.forward(x), lora_, is_training());
+}
+
+MlpModel::MlpModel(const MlpConfig& config, const LoraConfig& lora)
+    : config_(config), mlp_(config, lora) {}
 
 Batch MlpModel::MakeBatch(int64_t micro_batch) {
   return Batch{

@@ -10,17 +10,22 @@ namespace memprof {
 
 class MlpImpl : public torch::nn::Module {
  public:
-  explicit MlpImpl(const MlpConfig& config);
+  // lora: how the adapters AttachAdapters gives its layers compute.
+  explicit MlpImpl(const MlpConfig& config, const LoraConfig& lora = {});
   torch::Tensor forward(torch::Tensor x);  // [B, input] -> [B, output]
 
  private:
+  // The Linear layers_[i], with its adapter.
+  torch::Tensor Layer(size_t i, const torch::Tensor& x);
+
+  LoraConfig lora_;
   torch::nn::Sequential layers_;
 };
 TORCH_MODULE(Mlp);
 
 class MlpModel final : public TrainableModel {
  public:
-  explicit MlpModel(const MlpConfig& config);
+  explicit MlpModel(const MlpConfig& config, const LoraConfig& lora = {});
   torch::nn::Module& module() override { return *mlp_; }
   Batch MakeBatch(int64_t micro_batch) override;
   torch::Tensor Loss(const Batch& batch) override;

@@ -2,6 +2,7 @@
 
 #include "models/gpt.h"
 #include "models/llama.h"
+#include "models/lora.h"
 #include "models/mlp.h"
 #include "models/resnet.h"
 #include "profiler/base/errors.h"
@@ -18,14 +19,18 @@ Batch TokenBatch(int64_t micro_batch, int64_t seq_len, int64_t vocab) {
 namespace {
 
 std::unique_ptr<TrainableModel> Build(const RunConfig& config) {
-  if (config.model == "mlp") return std::make_unique<MlpModel>(config.mlp);
+  if (config.model == "mlp") {
+    return std::make_unique<MlpModel>(config.mlp, config.lora);
+  }
   const bool checkpoint_blocks =
       config.train.activation_checkpointing == "blocks";
   if (config.model == "gpt") {
-    return std::make_unique<GptModel>(config.gpt, checkpoint_blocks);
+    return std::make_unique<GptModel>(config.gpt, checkpoint_blocks,
+                                      config.lora);
   }
   if (config.model == "llama") {
-    return std::make_unique<LlamaModel>(config.llama, checkpoint_blocks);
+    return std::make_unique<LlamaModel>(config.llama, checkpoint_blocks,
+                                        config.lora);
   }
   if (config.model == "resnet") {
     return std::make_unique<ResnetModel>(config.resnet, checkpoint_blocks);
@@ -47,7 +52,18 @@ void TrainableModel::ConvertTo(torch::Dtype dtype) {
 
 std::unique_ptr<TrainableModel> BuildModel(const RunConfig& config) {
   std::unique_ptr<TrainableModel> model = Build(config);
-  if (config.train.dtype == "bfloat16") model->ConvertTo(torch::kBFloat16);
+  // Under bf16-autocast with adapters, the frozen base is stored in
+  // bfloat16 and the adapters in float32 (Note [LoRA under autocast]).
+  const bool lora = config.lora.rank > 0;
+  if (config.train.dtype == "bfloat16" ||
+      (lora && config.train.dtype == "bf16-autocast")) {
+    model->ConvertTo(torch::kBFloat16);
+  }
+  if (lora) {
+    AttachAdapters(
+        model->module(), config,
+        config.train.dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat32);
+  }
   // Note [Frozen parameters]
   const std::vector<std::string> frozen = FreezePrefixes(config.train.freeze);
   for (auto& item : model->module().named_parameters()) {

@@ -42,7 +42,9 @@ class TrainableModel {
 
 // Throws ConfigError for an unknown config.model. Under train.dtype =
 // bfloat16 the model is converted (ConvertTo) before it is returned; the
-// parameters train.freeze covers do not require grad.
+// parameters train.freeze covers do not require grad. With [lora] the
+// adapters are attached (AttachAdapters) after the base is built, so the
+// base draws the same weights as without them.
 std::unique_ptr<TrainableModel> BuildModel(const RunConfig& config);
 
 }  // namespace memprof

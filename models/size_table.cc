@@ -4,6 +4,7 @@
 #include <string>
 
 #include "models/frozen_rows.h"
+#include "models/lora_rows.h"
 #include "profiler/base/frozen_parameters.h"
 #include "profiler/base/human_bytes.h"
 
@@ -194,6 +195,7 @@ SizeTable ModelSizeTable(const RunConfig& config, int64_t micro_batch) {
 
 SizeTable BuildSizeTable(const RunConfig& config, int64_t micro_batch) {
   SizeTable table = ModelSizeTable(config, micro_batch);
+  if (config.lora.rank > 0) ApplyLora(config, table);
   const std::vector<std::string> frozen = FreezePrefixes(config.train.freeze);
   if (!frozen.empty()) ApplyFreezing(frozen, table);
   return table;

@@ -104,6 +104,9 @@ struct SizeRow {
   // kParameter: train.freeze covers it (Note [Frozen parameters] in
   // profiler/base/frozen_parameters.h): weights only.
   bool frozen = false;
+  // kParameter: a LoRA adapter's A or B (Note [LoRA adapters] in
+  // models/lora_rows.h); trained, in the weights' `adapters` sub-row.
+  bool adapter = false;
   // kSaved and kWorkspace rows (Note [Frozen activations] in
   // models/frozen_rows.h): the row is there only while autograd needs it,
   // when a parameter up to `upstream` in the forward

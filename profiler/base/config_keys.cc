@@ -212,6 +212,27 @@ std::vector<ConfigKey> BuildTable() {
        "optimizer state, no bucket space): h.0,h.1 freezes every parameter "
        "named h.0.* or h.1.*; 'memprof predict --table' lists the names",
        "none"},
+      {"lora.rank",
+       MEMPROF_FIELD(lora.rank),
+       {},
+       "LoRA adapters' rank r: each target Linear (out x in) gains A (r x "
+       "in) and B (out x r), and every base weight is frozen",
+       "0 (no adapters)"},
+      {"lora.alpha",
+       MEMPROF_FIELD(lora.alpha),
+       {},
+       "LoRA scaling: the adapter's output is multiplied by alpha / rank"},
+      {"lora.dropout",
+       MEMPROF_FIELD(lora.dropout),
+       {},
+       "dropout on the adapter's input in training, in [0, 1)"},
+      {"lora.targets",
+       MEMPROF_FIELD(lora.targets),
+       {},
+       "comma list of the Linear modules that get adapters, matched by name "
+       "suffix: q_proj,v_proj (llama), c_attn or attn.c_proj (gpt), "
+       "layers.0 (mlp)",
+       "none"},
       {"ddp.world_size", MEMPROF_FIELD(ddp.world_size), {}, "number of ranks"},
       {"ddp.bucket_cap_mb",
        MEMPROF_FIELD(ddp.bucket_cap_mb),

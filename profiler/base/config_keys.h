@@ -41,7 +41,7 @@ struct ConfigKey {
 };
 
 // In the order the effective config lists them (model, mlp, gpt, resnet,
-// train, ddp).
+// train, lora, ddp).
 const std::vector<ConfigKey>& ConfigKeyTable();
 
 // The key named `name`; nullptr when there is none.

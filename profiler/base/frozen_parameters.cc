@@ -6,7 +6,7 @@ namespace memprof {
 
 std::vector<std::string> FreezePrefixes(const std::string& freeze) {
   std::vector<std::string> prefixes;
-  if (freeze.empty()) return prefixes;
+  if (freeze.empty() || FreezesAll(freeze)) return prefixes;
   size_t from = 0;
   while (true) {
     const size_t comma = freeze.find(',', from);
@@ -25,16 +25,22 @@ std::vector<std::string> FreezePrefixes(const std::string& freeze) {
     if (item == "all") {
       throw ConfigError(
           "train.freeze",
-          "train.freeze 'all' freezes every parameter, which is for "
-          "adapters, and memprof has none yet: nothing would be trained; "
-          "list the prefixes to freeze and leave at least one parameter "
-          "trained (see 'memprof predict --table' for the names)");
+          "train.freeze '" + freeze +
+              "': 'all' (every base weight, beside [lora]) stands alone; "
+              "write either all or the prefixes to freeze");
     }
     prefixes.push_back(item);
     if (comma == std::string::npos) break;
     from = comma + 1;
   }
   return prefixes;
+}
+
+bool FreezesAll(const std::string& freeze) {
+  const size_t first = freeze.find_first_not_of(" \t");
+  const size_t last = freeze.find_last_not_of(" \t");
+  return first != std::string::npos &&
+         freeze.substr(first, last - first + 1) == "all";
 }
 
 bool PrefixCovers(const std::string& prefix, const std::string& name) {

@@ -18,13 +18,18 @@ namespace memprof {
 // partition. Its weight is still held (4 bytes in float32). What changes
 // in the activations is in Note [Frozen activations] (models/size_table.h).
 //
-// "all" (every base weight, for adapters) is refused until adapters exist:
-// a run with nothing to train has no gradient to profile.
+// "all" freezes every base weight, which is what [lora] does (Note [LoRA
+// adapters] in models/lora_rows.h): it is valid beside [lora] only, and
+// says what [lora] does anyway; beside [lora] no other prefix is (every
+// base weight is frozen already).
 
-// The prefixes of a train.freeze value, in order. Throws ConfigError
-// (train.freeze) for an empty item ("h.0,,h.1", a trailing comma) or for
-// "all".
+// The prefixes of a train.freeze value, in order; none for "all" (the
+// adapters' freezing). Throws ConfigError (train.freeze) for an empty item
+// ("h.0,,h.1", a trailing comma) or for "all" among prefixes.
 std::vector<std::string> FreezePrefixes(const std::string& freeze);
+
+// Whether the value is "all" (every base weight, beside [lora]).
+bool FreezesAll(const std::string& freeze);
 
 // Whether `prefix` covers the parameter `name` (whole parts).
 bool PrefixCovers(const std::string& prefix, const std::string& name);

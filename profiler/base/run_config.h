@@ -89,6 +89,17 @@ struct TrainConfig {
   std::string freeze;
 };
 
+// [lora]: low-rank adapters on the model's Linear modules (Note [LoRA
+// adapters] in models/lora.h). rank 0: none.
+struct LoraConfig {
+  int64_t rank = 0;
+  double alpha = 8;    // the adapter's output is scaled by alpha / rank
+  double dropout = 0;  // on the adapter's input, in training
+  // Comma list of module names matched as PEFT does (a name equal to the
+  // item or ending in "." + item): q_proj,v_proj; attn.c_proj; layers.0.
+  std::string targets;
+};
+
 struct DdpConfig {
   int64_t world_size = 1;
   double bucket_cap_mb = 25;
@@ -121,6 +132,7 @@ struct RunConfig {
   ResnetConfig resnet;
   ProgramConfig program;
   TrainConfig train;
+  LoraConfig lora;
   DdpConfig ddp;
 };
 

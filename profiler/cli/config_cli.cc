@@ -48,6 +48,9 @@ struct Aliases {
   int64_t world_size = 0, micro_batch = 0, global_batch = 0, steps = 0,
           grad_accum = 0;
   std::string freeze;
+  int64_t lora_rank = 0;
+  double lora_alpha = 0, lora_dropout = 0;
+  std::string lora_targets;
 };
 
 // --config, --hf-config and the short spellings of common keys.
@@ -65,7 +68,14 @@ po::options_description AliasFlags(std::string& config_path, Aliases& a) {
       "grad-accum", po::value(&a.grad_accum)->value_name("K"),
       "= --train.grad_accum")("freeze",
                               po::value(&a.freeze)->value_name("PREFIXES"),
-                              "= --train.freeze");
+                              "= --train.freeze")(
+      "lora-rank", po::value(&a.lora_rank)->value_name("N"), "= --lora.rank")(
+      "lora-alpha", po::value(&a.lora_alpha)->value_name("X"),
+      "= --lora.alpha")("lora-dropout",
+                        po::value(&a.lora_dropout)->value_name("X"),
+                        "= --lora.dropout")(
+      "lora-targets", po::value(&a.lora_targets)->value_name("MODULES"),
+      "= --lora.targets");
   return flags;
 }
 
@@ -129,7 +139,11 @@ constexpr std::pair<const char*, const char*> kAliasKeys[] = {
     {"global-batch", "train.global_batch"},
     {"steps", "train.steps"},
     {"grad-accum", "train.grad_accum"},
-    {"freeze", "train.freeze"}};
+    {"freeze", "train.freeze"},
+    {"lora-rank", "lora.rank"},
+    {"lora-alpha", "lora.alpha"},
+    {"lora-dropout", "lora.dropout"},
+    {"lora-targets", "lora.targets"}};
 
 // Adds the keys of the INI file at `path` to `vm` (the command line's
 // values win) and returns its text (Note [Config file text]). InputError
@@ -207,6 +221,10 @@ void ApplyAliases(const Aliases& aliases, const po::variables_map& cli,
     if (cli.count(kAliasKeys[i].first)) *fields[i] = values[i];
   }
   if (cli.count("freeze")) config.train.freeze = aliases.freeze;
+  if (cli.count("lora-rank")) config.lora.rank = aliases.lora_rank;
+  if (cli.count("lora-alpha")) config.lora.alpha = aliases.lora_alpha;
+  if (cli.count("lora-dropout")) config.lora.dropout = aliases.lora_dropout;
+  if (cli.count("lora-targets")) config.lora.targets = aliases.lora_targets;
 }
 
 // Where each key of `config` came from (RunConfig::origins): a flag (its

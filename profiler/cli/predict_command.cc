@@ -188,6 +188,7 @@ Json ToJson(const Prediction& p, const RunConfig& config,
     table.push_back(Json{{"name", row.name},
                          {"kind", KindName(row.kind)},
                          {"frozen", row.frozen},
+                         {"adapter", row.adapter},
                          {"shape", row.shape},
                          {"terms", row.terms},
                          {"dtype", DtypeName(row.dtype)},
@@ -366,7 +367,9 @@ std::string FormatSizeTable(const SizeTable& table) {
                   {"bytes", Align::kRight}});
   for (const SizeRow& row : table.rows) {
     text.AddRow({row.name,
-                 row.frozen ? "parameter, frozen" : KindName(row.kind),
+                 row.frozen    ? "parameter, frozen"
+                 : row.adapter ? "parameter, adapter"
+                               : KindName(row.kind),
                  row.terms, DtypeName(row.dtype), GroupedInteger(row.Bytes())});
   }
   return "size table (" + table.symbols + ")\n" + text.Render();

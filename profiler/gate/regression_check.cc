@@ -34,6 +34,10 @@ const std::map<std::string, Json>& KeysAddedLater() {
       {"train.activation_checkpointing", "none"},  // memprof.rank/1.5
       {"train.freeze", ""},                        // memprof.rank/1.11
       {"train.grad_accum", 1},                     // memprof.rank/1.12
+      {"lora.rank", 0},                            // memprof.rank/1.12
+      {"lora.alpha", 8.0},                         // memprof.rank/1.12
+      {"lora.dropout", 0.0},                       // memprof.rank/1.12
+      {"lora.targets", ""},                        // memprof.rank/1.12
   };
   return keys;
 }

@@ -348,6 +348,16 @@ std::string TrainedFrozenSentence(int64_t parameters, int64_t trained,
                      std::to_string(b.optimizer);
   if (b.buckets > 0) each += " + DDP buckets " + std::to_string(b.buckets);
   if (config.ddp.zero_stage == 1) each += ", before ZeRO-1's partition";
+  if (config.lora.rank > 0) {
+    // Note [LoRA adapters]: the trained parameters are the adapters; under
+    // bf16-autocast the frozen base is stored in bfloat16.
+    const int64_t base_bytes =
+        config.train.dtype == "bf16-autocast" ? 2 : b.weights;
+    return "base " + GroupedInteger(parameters - trained) +
+           " parameters frozen (" + std::to_string(base_bytes) +
+           " bytes each: the weight alone); adapters " +
+           GroupedInteger(trained) + " parameters trained (" + each + ")";
+  }
   return GroupedInteger(parameters) +
          " parameters: " + GroupedInteger(trained) + " trained (" + each +
          "), " + GroupedInteger(parameters - trained) + " frozen (" +

@@ -125,7 +125,9 @@ std::string BytesPerParameterNote(const RunConfig& config);
 // With frozen parameters (trained < parameters), the split every output
 // states: "11,082 parameters: 4,810 trained (20 bytes each: weights 4 +
 // gradients 4 + optimizer 8 + DDP buckets 4), 6,272 frozen (4 bytes each:
-// the weight alone)"; "" when every parameter is trained. `buckets`: the
+// the weight alone)"; with [lora] "base 108,864 parameters frozen (4
+// bytes each: the weight alone); adapters 2,048 parameters trained (20
+// bytes each: ...)"; "" when every parameter is trained. `buckets`: the
 // run has DDP buckets (a program without a tracked Reducer has none).
 std::string TrainedFrozenSentence(int64_t parameters, int64_t trained,
                                   const RunConfig& config, bool buckets);

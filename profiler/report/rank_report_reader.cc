@@ -246,6 +246,14 @@ RunConfig RankReportReader::Config(const Json& c,
   if (t.contains("freeze")) {  // since memprof.rank/1.11
     config.train.freeze = r_.String(t, train_where, "freeze");
   }
+  if (c.contains("lora")) {  // since memprof.rank/1.12
+    const std::string lora_where = JsonPath(where, "lora");
+    const Json& l = r_.Object(c, where, "lora");
+    config.lora.rank = r_.Integer(l, lora_where, "rank", 0, kMaxInt64);
+    config.lora.alpha = r_.Number(l, lora_where, "alpha");
+    config.lora.dropout = r_.Number(l, lora_where, "dropout");
+    config.lora.targets = r_.String(l, lora_where, "targets");
+  }
   const std::string ddp_where = JsonPath(where, "ddp");
   const Json& d = r_.Object(c, where, "ddp");
   config.ddp.world_size =

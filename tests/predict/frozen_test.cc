@@ -59,8 +59,10 @@ TEST(FreezePrefixes, AnEmptyItemOrAllIsRefusedWithTheRemedy) {
     ADD_FAILURE() << "all accepted";
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.key(), "train.freeze");
-    EXPECT_TRUE(Has(e.what(), "nothing would be trained")) << e.what();
-    EXPECT_TRUE(Has(e.what(), "memprof predict --table")) << e.what();
+    EXPECT_TRUE(Has(e.what(),
+                    "'all' (every base weight, beside [lora]) "
+                    "stands alone"))
+        << e.what();
   }
 }
 
@@ -105,7 +107,10 @@ TEST(FreezeValidation, FreezingEverythingOrAnEmptyItemIsRefused) {
                   "an empty item"))
       << empty;
   const std::string word = PresetError("mlp-tiny", {"--freeze", "all"});
-  EXPECT_TRUE(Has(word, "--freeze: train.freeze 'all'")) << word;
+  EXPECT_TRUE(Has(word,
+                  "--freeze: train.freeze 'all' freezes every base "
+                  "weight, which is for adapters"))
+      << word;
   EXPECT_TRUE(Has(InputErrorOf([] {
                     PredictPreset("mlp-tiny", {"--freeze", "layers.0",
                                                "--train.freeze", "layers.2"});

@@ -1,0 +1,312 @@
+#include "models/lora_rows.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "models/frozen_rows.h"
+#include "profiler/base/errors.h"
+#include "profiler/base/frozen_parameters.h"
+
+namespace memprof {
+
+std::vector<std::string> LoraTargets(const std::string& targets) {
+  std::vector<std::string> items;
+  if (targets.empty()) return items;
+  size_t from = 0;
+  while (true) {
+    const size_t comma = targets.find(',', from);
+    std::string item = targets.substr(
+        from, comma == std::string::npos ? std::string::npos : comma - from);
+    const size_t first = item.find_first_not_of(" \t");
+    const size_t last = item.find_last_not_of(" \t");
+    item =
+        first == std::string::npos ? "" : item.substr(first, last - first + 1);
+    if (item.empty()) {
+      throw ConfigError(
+          "lora.targets",
+          "lora.targets '" + targets +
+              "' has an empty item; write the module names "
+              "separated by single commas, such as q_proj,v_proj");
+    }
+    items.push_back(item);
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  return items;
+}
+
+bool TargetMatches(const std::string& target, const std::string& name) {
+  return name == target || (name.size() > target.size() &&
+                            name.compare(name.size() - target.size(),
+                                         target.size(), target) == 0 &&
+                            name[name.size() - target.size() - 1] == '.');
+}
+
+std::vector<std::string> LinearModules(const RunConfig& c) {
+  std::vector<std::string> names;
+  if (c.model == "mlp") {
+    for (int64_t i = 0; i <= c.mlp.depth; ++i) {
+      names.push_back("layers." + std::to_string(2 * i));
+    }
+  } else if (c.model == "gpt") {
+    for (int64_t i = 0; i < c.gpt.layers; ++i) {
+      const std::string n = "h." + std::to_string(i) + ".";
+      for (const char* linear :
+           {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"}) {
+        names.push_back(n + linear);
+      }
+    }
+  } else if (c.model == "llama") {
+    for (int64_t i = 0; i < c.llama.num_hidden_layers; ++i) {
+      const std::string n = "model.layers." + std::to_string(i) + ".";
+      for (const char* linear :
+           {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+            "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj",
+            "mlp.down_proj"}) {
+        names.push_back(n + linear);
+      }
+    }
+  }
+  return names;
+}
+
+std::vector<std::string> AdaptedModules(const RunConfig& config) {
+  std::vector<std::string> adapted;
+  if (config.lora.rank <= 0) return adapted;
+  const std::vector<std::string> targets = LoraTargets(config.lora.targets);
+  for (const std::string& name : LinearModules(config)) {
+    if (std::any_of(targets.begin(), targets.end(), [&](const std::string& t) {
+          return TargetMatches(t, name);
+        }))
+      adapted.push_back(name);
+  }
+  return adapted;
+}
+
+namespace {
+
+const SizeRow& ParameterRow(const SizeTable& table, const std::string& name) {
+  for (const SizeRow& row : table.rows) {
+    if (row.kind == RowKind::kParameter && row.name == name) return row;
+  }
+  throw std::logic_error("no parameter row " + name);
+}
+
+// The shape's terms with the last one replaced: "[B, T, d]" -> "[B, T, r]".
+std::string WithLastTerm(const std::string& terms, const std::string& last) {
+  const size_t comma = terms.rfind(", ");
+  return comma == std::string::npos ? "[" + last + "]"
+                                    : terms.substr(0, comma + 2) + last + "]";
+}
+
+// "[3d, d]" -> {"3d", "d"}.
+std::pair<std::string, std::string> OutIn(const std::string& terms) {
+  const size_t comma = terms.find(", ");
+  return {terms.substr(1, comma - 1),
+          terms.substr(comma + 2, terms.size() - comma - 3)};
+}
+
+// The named scope the module runs in: the longest row scope covering it.
+std::string ScopeOf(const SizeTable& table, const std::string& module) {
+  std::string scope;
+  for (const SizeRow& row : table.rows) {
+    if (row.scope.size() > scope.size() && PrefixCovers(row.scope, module))
+      scope = row.scope;
+  }
+  return scope;
+}
+
+// Note [LoRA under autocast]
+// The recipe: train.dtype bf16-autocast with [lora] stores the frozen base
+// in bfloat16 (it is never updated, so it needs no float32 master) and the
+// adapters in float32, and runs the forward under bf16 autocast. Against
+// bf16-autocast's table, with every base parameter frozen:
+// - the base's parameters and floating buffers, and a floating batch, are
+//   bfloat16;
+// - the base weights' bfloat16 copies go (a bfloat16 weight is used as it
+//   is); the adapters' float32 A and B are copied instead, held by the
+//   graph until backward: B's always (its input, A's output, requires
+//   grad), A's when its input requires grad (an adapter earlier in the
+//   forward), else by autocast's cache until the forward ends;
+// - a Linear's input that was a bfloat16 copy of a float32 tensor is the
+//   bfloat16 tensor itself where that tensor is bfloat16 already: the
+//   MLP's batch (the first layer keeps the batch, an input), and Llama's
+//   RMSNorm outputs (the norm returns its input's dtype, the residual
+//   stream's bfloat16): one tensor where q, k and v (gate and up) each kept
+//   a copy; Llama's rotary cos and sin are bfloat16 too.
+// Measured against predicted in tests/predict/lora_run_test.cc.
+void BaseInBfloat16(SizeTable& table) {
+  auto& rows = table.rows;
+  rows.erase(std::remove_if(rows.begin(), rows.end(),
+                            [](const SizeRow& row) {
+                              return row.kind == RowKind::kWeightCast ||
+                                     row.kind == RowKind::kRecomputedCast ||
+                                     row.name.rfind("input's bfloat16 copy",
+                                                    0) == 0;
+                            }),
+             rows.end());
+  const std::string copy = " output's bfloat16 copy (";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    SizeRow& row = rows[i];
+    const bool floating = row.dtype == Dtype::kFloat32;
+    if (floating &&
+        (row.kind == RowKind::kParameter || row.kind == RowKind::kBuffer ||
+         row.kind == RowKind::kInput || row.name == "rotary cos" ||
+         row.name == "rotary sin")) {
+      row.dtype = Dtype::kBFloat16;
+    }
+    const size_t at = row.name.find(copy);
+    if (row.kind != RowKind::kSaved || at == std::string::npos) continue;
+    // The norm's output itself, kept once for every Linear it feeds.
+    const std::string norm = row.name.substr(0, at);
+    row.name = norm + " output (" + row.name.substr(at + copy.size());
+    for (size_t j = i + 1; j < rows.size();) {
+      if (rows[j].kind == RowKind::kSaved &&
+          rows[j].name.rfind(norm + copy, 0) == 0) {
+        row.needed_for.insert(row.needed_for.end(), rows[j].needed_for.begin(),
+                              rows[j].needed_for.end());
+        rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(j));
+      } else {
+        ++j;
+      }
+    }
+  }
+}
+
+// Whether the Linear modules `a` and `b` take the same input: Llama's q, k
+// and v_proj, and its gate and up_proj, in one layer.
+bool SameInput(const std::string& a, const std::string& b) {
+  const auto parent = [](const std::string& m) {
+    return m.substr(0, m.rfind('.'));
+  };
+  const auto group = [](const std::string& m) {
+    const std::string last = m.substr(m.rfind('.') + 1);
+    if (last == "q_proj" || last == "k_proj" || last == "v_proj") return 1;
+    if (last == "gate_proj" || last == "up_proj") return 2;
+    return 0;
+  };
+  return parent(a) == parent(b) && group(a) != 0 && group(a) == group(b);
+}
+
+}  // namespace
+
+void ApplyLora(const RunConfig& config, SizeTable& table) {
+  const int64_t r = config.lora.rank;
+  const Precision precision = PrecisionOf(config.train);
+  const bool recipe = precision == Precision::kAutocast;
+  if (recipe) BaseInBfloat16(table);
+  if (table.forward_order.empty()) {
+    for (const SizeRow& row : table.rows) {
+      if (row.kind == RowKind::kParameter)
+        table.forward_order.push_back(row.name);
+    }
+  }
+  const std::vector<std::string> adapted = AdaptedModules(config);
+  for (size_t m = 0; m < adapted.size(); ++m) {
+    const std::string& module = adapted[m];
+    const SizeRow weight = ParameterRow(table, module + ".weight");
+    const int64_t out = weight.shape[0], in = weight.shape[1];
+    const auto [out_terms, in_terms] = OutIn(weight.terms);
+    // Under bf16-autocast the adapters are the float32 state the recipe
+    // trains (Note [LoRA under autocast]); else the base weights' dtype.
+    const Dtype dtype =
+        precision == Precision::kAutocast ? Dtype::kFloat32 : weight.dtype;
+    const std::string a = module + ".lora_A.weight",
+                      b = module + ".lora_B.weight";
+    SizeRow row_a = weight, row_b = weight;
+    row_a.name = a;
+    row_a.shape = {r, in};
+    row_a.terms = "[r, " + in_terms + "]";
+    row_a.dtype = dtype;
+    row_a.adapter = true;
+    row_b.name = b;
+    row_b.shape = {out, r};
+    row_b.terms = "[" + out_terms + ", r]";
+    row_b.dtype = dtype;
+    row_b.adapter = true;
+    row_a.Bytes();
+    row_b.Bytes();
+    // After the Linear's own parameters, as named_parameters() lists a
+    // module's children after its own.
+    auto last = std::find_if(table.rows.begin(), table.rows.end(),
+                             [&](const SizeRow& row) {
+                               return row.kind == RowKind::kParameter &&
+                                      row.name == module + ".weight";
+                             });
+    if (last + 1 != table.rows.end() && last[1].name == module + ".bias")
+      ++last;
+    last = table.rows.insert(last + 1, row_a);
+    table.rows.insert(last + 1, row_b);
+    // A and B stand just before their Linear's weight in the forward.
+    auto at = std::find(table.forward_order.begin(), table.forward_order.end(),
+                        module + ".weight");
+    at = table.forward_order.insert(at, b);
+    table.forward_order.insert(at, a);
+    // Every saved row the Linear's weight needs, its input above all, is
+    // needed for A's gradient too; A's output for B's.
+    std::optional<SizeRow> input;
+    for (SizeRow& row : table.rows) {
+      if (row.kind != RowKind::kSaved) continue;
+      const auto& needed = row.needed_for;
+      if (std::find(needed.begin(), needed.end(), weight.name) == needed.end())
+        continue;
+      row.needed_for.push_back(a);
+      row.needed_for.push_back(b);
+      if (!input) input = row;
+    }
+    if (!input) {
+      // The MLP's first layer: its input is the batch, an input row.
+      for (const SizeRow& row : table.rows) {
+        if (row.kind == RowKind::kInput && row.dtype != Dtype::kInt64) {
+          input = row;
+          break;
+        }
+      }
+    }
+    SizeRow saved = *input;
+    saved.kind = RowKind::kSaved;
+    saved.upstream.clear();
+    saved.needed_for = {b};
+    saved.scope = ScopeOf(table, module);
+    if (saved.block == SizeRow::kNoBlock) saved.block = SizeRow::kEveryBlock;
+    std::vector<int64_t> shape = input->shape;
+    if (config.lora.dropout > 0) {
+      SizeRow dropped = saved;
+      dropped.name = module + " lora dropout output (lora_A input)";
+      dropped.needed_for = {a};
+      table.rows.push_back(dropped);
+    }
+    shape.back() = r;
+    saved.name = module + " lora_A output (lora_B input)";
+    saved.shape = shape;
+    saved.terms = WithLastTerm(input->terms, "r");
+    table.rows.push_back(saved);
+    if (recipe) {  // Note [LoRA under autocast]
+      const bool input_requires_grad =
+          std::any_of(adapted.begin(), adapted.begin() + m,
+                      [&](const std::string& earlier) {
+                        return !SameInput(earlier, module);
+                      });
+      SizeRow cast = row_a;
+      cast.kind = RowKind::kWeightCast;
+      cast.adapter = false;
+      cast.name = a + "'s bfloat16 copy";
+      cast.dtype = Dtype::kBFloat16;
+      cast.block = input_requires_grad ? saved.block : SizeRow::kForwardOnly;
+      table.rows.push_back(cast);
+      cast = row_b;
+      cast.kind = RowKind::kWeightCast;
+      cast.adapter = false;
+      cast.name = b + "'s bfloat16 copy";
+      cast.dtype = Dtype::kBFloat16;
+      cast.block = saved.block;
+      table.rows.push_back(cast);
+    }
+  }
+  for (SizeRow& row : table.rows) {
+    if (row.kind == RowKind::kParameter && !row.adapter) row.frozen = true;
+  }
+  ApplyFreezing({}, table);
+}
+
+}  // namespace memprof

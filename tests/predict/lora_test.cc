@@ -1,0 +1,201 @@
+// [lora] in arithmetic (no tensors): its targets, its validation, the
+// adapters' rows in the size tables and what the prediction counts for
+// them (Note [LoRA adapters]).
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "models/lora_rows.h"
+#include "profiler/base/errors.h"
+#include "profiler/cli/predict_command.h"
+#include "profiler/predict/prediction.h"
+#include "tests/input_error_of.h"
+#include "tests/preset_config.h"
+
+namespace memprof {
+namespace {
+
+std::string PresetError(const std::string& name,
+                        std::vector<std::string> extra) {
+  return InputErrorOf([&] { PredictPreset(name, std::move(extra)); });
+}
+
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+int64_t Bytes(const Prediction& p, Category c) { return p.bytes[Index(c)]; }
+
+TEST(LoraTargets, MatchedByNameSuffixAsPeftMatches) {
+  EXPECT_EQ(LoraTargets("q_proj, v_proj"),
+            (std::vector<std::string>{"q_proj", "v_proj"}));
+  EXPECT_TRUE(TargetMatches("c_proj", "h.0.attn.c_proj"));
+  EXPECT_TRUE(TargetMatches("c_proj", "h.0.mlp.c_proj"));
+  EXPECT_TRUE(TargetMatches("attn.c_proj", "h.0.attn.c_proj"));
+  EXPECT_FALSE(TargetMatches("attn.c_proj", "h.0.mlp.c_proj"));
+  EXPECT_FALSE(TargetMatches("proj", "h.0.mlp.c_proj"));
+  EXPECT_TRUE(TargetMatches("layers.2", "layers.2"));
+  // Both GPT-2 c_proj with "c_proj"; the attention's alone with
+  // "attn.c_proj".
+  const RunConfig both = PredictPreset(
+      "gpt-tiny", {"--lora-rank", "4", "--lora-targets", "c_proj"});
+  EXPECT_EQ(AdaptedModules(both),
+            (std::vector<std::string>{"h.0.attn.c_proj", "h.0.mlp.c_proj",
+                                      "h.1.attn.c_proj", "h.1.mlp.c_proj"}));
+  const RunConfig attention = PredictPreset(
+      "gpt-tiny", {"--lora-rank", "4", "--lora-targets", "attn.c_proj"});
+  EXPECT_EQ(AdaptedModules(attention),
+            (std::vector<std::string>{"h.0.attn.c_proj", "h.1.attn.c_proj"}));
+}
+
+// Rank 4 on two targets: r (in + out) per target, every base parameter
+// frozen.
+struct AdapterCase {
+  const char* preset;
+  const char* targets;
+  int64_t adapters;
+};
+
+constexpr AdapterCase kAdapterCases[] = {
+    // Two layers of q_proj (64 -> 64) and v_proj (64 -> 32): 4 (64 + 64) +
+    // 4 (64 + 32).
+    {"llama-tiny", "q_proj,v_proj", 2 * (4 * (64 + 64) + 4 * (64 + 32))},
+    // Two blocks of c_attn (64 -> 192) and attn.c_proj (64 -> 64).
+    {"gpt-tiny", "c_attn,attn.c_proj", 2 * (4 * (64 + 192) + 4 * (64 + 64))},
+    // mlp-tiny's layers.0 (32 -> 64) and layers.6, the output (64 -> 10).
+    {"mlp-tiny", "layers.0,layers.6", 4 * (32 + 64) + 4 * (64 + 10)},
+};
+
+TEST(LoraTable, AdapterParametersAreRankTimesInPlusOutPerTarget) {
+  for (const AdapterCase& c : kAdapterCases) {
+    SCOPED_TRACE(c.preset);
+    const RunConfig plain = PredictPreset(c.preset);
+    const RunConfig config = PredictPreset(
+        c.preset, {"--lora-rank", "4", "--lora-targets", c.targets});
+    const Prediction base = Predict(plain);
+    const Prediction p = Predict(config);
+    EXPECT_EQ(p.trained_parameters, c.adapters);
+    EXPECT_EQ(p.parameters, base.parameters + c.adapters);
+    int64_t adapter_elements = 0;
+    for (const SizeRow& row : p.table.rows) {
+      if (row.kind != RowKind::kParameter) continue;
+      EXPECT_EQ(row.adapter, !row.frozen) << row.name;
+      const bool named =
+          Has(row.name, ".lora_A.weight") || Has(row.name, ".lora_B.weight");
+      EXPECT_EQ(named, row.adapter) << row.name;
+      if (row.adapter) adapter_elements += row.Elements();
+    }
+    EXPECT_EQ(adapter_elements, c.adapters);
+    // Gradients, Adam's moments and buckets: the adapters' alone (float32).
+    EXPECT_EQ(Bytes(p, Category::kGradients), 4 * c.adapters);
+    EXPECT_EQ(Bytes(p, Category::kOptimizerState), 8 * c.adapters);
+    EXPECT_EQ(Bytes(p, Category::kDdpBuckets), 4 * c.adapters);
+    EXPECT_EQ(Bytes(p, Category::kWeights),
+              Bytes(base, Category::kWeights) + 4 * c.adapters);
+    // The frozen base keeps less than the adapters' A outputs add in the
+    // transformers (the layers before the first adapter, the tied head's
+    // input); the MLP keeps every ReLU output still.
+    if (std::string(c.preset) != "mlp-tiny") {
+      EXPECT_LT(Bytes(p, Category::kActivations),
+                Bytes(base, Category::kActivations));
+    }
+  }
+}
+
+TEST(LoraTable, PredictTableMarksTheAdapterRows) {
+  const RunConfig config = PredictPreset(
+      "llama-tiny", {"--lora-rank", "4", "--lora-targets", "q_proj,v_proj"});
+  const std::string table = FormatSizeTable(Predict(config).table);
+  EXPECT_TRUE(Has(table, "model.layers.0.self_attn.q_proj.lora_A.weight"))
+      << table;
+  EXPECT_TRUE(Has(table, "parameter, adapter")) << table;
+  EXPECT_TRUE(Has(table, "[r, d]")) << table;
+  EXPECT_TRUE(Has(table, "q_proj lora_A output (lora_B input)")) << table;
+  const std::string sentence =
+      TrainedFrozenSentence(108864 + 1792, 1792, config, /*buckets=*/true);
+  EXPECT_EQ(sentence,
+            "base 108,864 parameters frozen (4 bytes each: the weight "
+            "alone); adapters 1,792 parameters trained (20 bytes each: "
+            "weights 4 + gradients 4 + optimizer 8 + DDP buckets 4)");
+}
+
+// Each error names where the value came from, the key and the remedy.
+TEST(LoraValidation, EachKeyIsRefusedWithTheKeyAndTheRemedy) {
+  const std::string rank = PresetError(
+      "llama-tiny", {"--lora-rank", "0", "--lora-targets", "q_proj"});
+  EXPECT_TRUE(Has(rank,
+                  "--lora-rank: lora.rank 0: the adapters' rank must "
+                  "be at least 1"))
+      << rank;
+  const std::string negative = PresetError(
+      "llama-tiny", {"--lora.rank", "-2", "--lora-targets", "q_proj"});
+  EXPECT_TRUE(Has(negative, "--lora.rank: lora.rank -2")) << negative;
+  const std::string alpha = PresetError(
+      "llama-tiny",
+      {"--lora-rank", "4", "--lora-targets", "q_proj", "--lora-alpha", "0"});
+  EXPECT_TRUE(Has(alpha,
+                  "--lora-alpha: lora.alpha 0: the scaling alpha / "
+                  "rank needs alpha > 0"))
+      << alpha;
+  for (const char* bad : {"1", "-0.1"}) {
+    const std::string dropout =
+        PresetError("gpt-tiny", {"--lora-rank", "4", "--lora-targets", "c_attn",
+                                 "--lora-dropout", bad});
+    EXPECT_TRUE(Has(dropout, "--lora-dropout: lora.dropout")) << dropout;
+    EXPECT_TRUE(Has(dropout, "a dropout probability in [0, 1)")) << dropout;
+  }
+  const std::string empty = PresetError("llama-tiny", {"--lora-rank", "4"});
+  EXPECT_TRUE(Has(empty, "lora.targets is empty")) << empty;
+  EXPECT_TRUE(Has(empty,
+                  "this llama has self_attn.q_proj, self_attn.k_proj, "
+                  "self_attn.v_proj, self_attn.o_proj, mlp.gate_proj, "
+                  "mlp.up_proj, mlp.down_proj"))
+      << empty;
+  const std::string nothing = PresetError(
+      "gpt-tiny", {"--lora-rank", "4", "--lora-targets", "c_attn,q_proj"});
+  EXPECT_TRUE(Has(nothing,
+                  "--lora-targets: lora.targets: 'q_proj' matches "
+                  "no Linear module of this gpt"))
+      << nothing;
+  EXPECT_TRUE(Has(nothing,
+                  "it has attn.c_attn, attn.c_proj, mlp.c_fc, "
+                  "mlp.c_proj"))
+      << nothing;
+  const std::string mlp = PresetError(
+      "mlp-tiny", {"--lora-rank", "4", "--lora-targets", "layers.1"});
+  EXPECT_TRUE(Has(mlp, "it has layers.0, layers.2, layers.4, layers.6")) << mlp;
+  const std::string item = PresetError(
+      "gpt-tiny", {"--lora-rank", "4", "--lora-targets", "c_attn,,c_fc"});
+  EXPECT_TRUE(Has(item, "lora.targets 'c_attn,,c_fc' has an empty item"))
+      << item;
+  const std::string resnet =
+      PresetError("resnet-tiny", {"--lora-rank", "4", "--lora-targets", "fc"});
+  EXPECT_TRUE(Has(resnet,
+                  "[lora] is for mlp, gpt and llama; resnet has no "
+                  "adapters: remove [lora]"))
+      << resnet;
+}
+
+TEST(LoraValidation, FreezeBesideLoraIsAllOrNothing) {
+  // "all" says what [lora] does.
+  const RunConfig all = PredictPreset(
+      "gpt-tiny",
+      {"--lora-rank", "4", "--lora-targets", "c_attn", "--freeze", "all"});
+  EXPECT_EQ(Predict(all).trained_parameters, 2 * 4 * (64 + 192));
+  const std::string prefix = PresetError(
+      "gpt-tiny",
+      {"--lora-rank", "4", "--lora-targets", "c_attn", "--freeze", "h.0"});
+  EXPECT_TRUE(Has(prefix, "--freeze: train.freeze 'h.0' beside [lora]"))
+      << prefix;
+  EXPECT_TRUE(Has(prefix, "remove train.freeze or write all")) << prefix;
+  const std::string alone = PresetError("gpt-tiny", {"--freeze", "all"});
+  EXPECT_TRUE(Has(alone,
+                  "--freeze: train.freeze 'all' freezes every base "
+                  "weight, which is for adapters: add a [lora] "
+                  "section"))
+      << alone;
+}
+
+}  // namespace
+}  // namespace memprof
