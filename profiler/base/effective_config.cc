@@ -23,8 +23,17 @@ std::vector<ConfigEntry> EffectiveConfig(const RunConfig& config) {
   };
   const nlohmann::json all = ToJson(config);
   add("model", all["model"]);
+  // The lora section only where a lora key differs from its default: a run
+  // without adapters lists what it ran, as before adapters existed.
+  const LoraConfig no_adapters;
+  const bool lora = config.lora.rank != no_adapters.rank ||
+                    config.lora.alpha != no_adapters.alpha ||
+                    config.lora.dropout != no_adapters.dropout ||
+                    config.lora.targets != no_adapters.targets;
   for (const std::string section :
-       {config.model, std::string("train"), std::string("ddp")}) {
+       {config.model, std::string("train"), std::string("ddp"),
+        std::string(lora ? "lora" : "")}) {
+    if (section.empty()) continue;
     for (const auto& [key, value] : all[section].items()) {
       add(section + "." + key, value);
     }

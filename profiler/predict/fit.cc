@@ -68,217 +68,215 @@ std::optional<FitLever> AccumulationLever(const RunConfig& config,
                     FigureWith(config, b, a.device)};
   }
   return std::nullopt;
-  // The LoRA lever (Note [Fit levers]): adapters of rank kFitLoraRank on the
-  // attention projections (every Linear of an MLP), every base weight
-  // frozen, at the requested micro-batch; for a model-state overflow only;
-  // none when the run has adapters or frozen parameters already, when the
-  // model has no Linear to adapt, or when it does not fit.
-  constexpr int64_t kFitLoraRank = 8;
+}
 
-  std::optional<FitLever> LoraLever(const RunConfig& config,
-                                    const FitAnswer& a) {
-    if (a.verdict != FitVerdict::kModelStateOverflow || config.lora.rank > 0 ||
-        !config.train.freeze.empty()) {
-      return {};
+// The LoRA lever (Note [Fit levers]): adapters of rank kFitLoraRank on the
+// attention projections (every Linear of an MLP), every base weight
+// frozen, at the requested micro-batch; for a model-state overflow only;
+// none when the run has adapters or frozen parameters already, when the
+// model has no Linear to adapt, or when it does not fit.
+constexpr int64_t kFitLoraRank = 8;
+
+std::optional<FitLever> LoraLever(const RunConfig& config, const FitAnswer& a) {
+  if (a.verdict != FitVerdict::kModelStateOverflow || config.lora.rank > 0 ||
+      !config.train.freeze.empty()) {
+    return {};
+  }
+  RunConfig changed = config;
+  changed.lora.rank = kFitLoraRank;
+  if (config.model == "llama") {
+    changed.lora.targets = "q_proj,k_proj,v_proj,o_proj";
+  } else if (config.model == "gpt") {
+    changed.lora.targets = "c_attn,attn.c_proj";
+  } else if (config.model == "mlp") {
+    changed.lora.targets.clear();
+    for (const std::string& name : LinearModules(config)) {
+      changed.lora.targets += (changed.lora.targets.empty() ? "" : ",") + name;
     }
+  } else {
+    return {};
+  }
+  const int64_t peak = FigureWith(changed, a.micro_batch, a.device);
+  if (peak > a.budget_bytes) return {};
+  const Prediction p = PredictBusiestRank(AtMicroBatch(changed, a.micro_batch));
+  return FitLever{"LoRA adapters, rank " + std::to_string(kFitLoraRank) +
+                      " on " + changed.lora.targets + ", the base frozen (" +
+                      GroupedInteger(p.trained_parameters) + " of " +
+                      GroupedInteger(p.parameters) +
+                      " parameters trained; model state " +
+                      HumanBytes(ModelStateBytes(p.bytes)) + " instead of " +
+                      HumanBytes(a.model_state_bytes) + ")",
+                  "--lora-rank " + std::to_string(kFitLoraRank) +
+                      " --lora-targets " + changed.lora.targets,
+                  peak, /*one_rank=*/true};
+}
+
+// Note [Fit levers]
+std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
+                             int64_t beyond_state) {
+  std::vector<FitLever> levers;
+  const int64_t budget = a.budget_bytes;
+  const int64_t b = a.micro_batch;
+  auto figure_with = [&](const RunConfig& changed) {
+    return FigureWith(changed, b, a.device);
+  };
+  std::vector<RunnableLever> runnable;
+  if (config.model != "mlp" &&
+      config.train.activation_checkpointing == "none") {
+    runnable.push_back(
+        {"activation checkpointing", "--train.activation_checkpointing blocks",
+         true,
+         [](RunConfig& c) { c.train.activation_checkpointing = "blocks"; }});
+  }
+  if (config.train.dtype == "float32") {
+    runnable.push_back(
+        {"bf16 autocast (bfloat16 activations, plus the weights' bfloat16 "
+         "copies)",
+         "--train.dtype bf16-autocast", true,
+         [](RunConfig& c) { c.train.dtype = "bf16-autocast"; }});
+  }
+  const bool zero1 = a.world_size > 1 && config.ddp.zero_stage == 0;
+  if (zero1) {
+    runnable.push_back({"ZeRO-1 at " + Plural(a.world_size, "rank"),
+                        "--ddp.zero_stage 1", false,
+                        [](RunConfig& c) { c.ddp.zero_stage = 1; }});
+  }
+  auto index_of = [&](const std::string& flags) {
+    for (size_t i = 0; i < runnable.size(); ++i) {
+      if (runnable[i].flags == flags) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  auto alone = [&](int i) {
     RunConfig changed = config;
-    changed.lora.rank = kFitLoraRank;
-    if (config.model == "llama") {
-      changed.lora.targets = "q_proj,k_proj,v_proj,o_proj";
-    } else if (config.model == "gpt") {
-      changed.lora.targets = "c_attn,attn.c_proj";
-    } else if (config.model == "mlp") {
-      changed.lora.targets.clear();
-      for (const std::string& name : LinearModules(config)) {
-        changed.lora.targets +=
-            (changed.lora.targets.empty() ? "" : ",") + name;
-      }
-    } else {
-      return {};
+    runnable[i].apply(changed);
+    return figure_with(changed);
+  };
+  if (!a.model_state_alone_overflows) {
+    if (a.largest_micro_batch > 0) {
+      const int64_t ranks = (b * a.world_size + a.largest_micro_batch - 1) /
+                            a.largest_micro_batch;
+      levers.push_back(
+          {"a smaller micro-batch per rank (" + std::to_string(ranks) +
+               " ranks keep the global batch)",
+           "--micro-batch " + std::to_string(a.largest_micro_batch) +
+               " --world-size " + std::to_string(ranks),
+           a.largest_peak_bytes});
     }
-    const int64_t peak = FigureWith(changed, a.micro_batch, a.device);
-    if (peak > a.budget_bytes) return {};
-    const Prediction p =
-        PredictBusiestRank(AtMicroBatch(changed, a.micro_batch));
-    return FitLever{"LoRA adapters, rank " + std::to_string(kFitLoraRank) +
-                        " on " + changed.lora.targets + ", the base frozen (" +
-                        GroupedInteger(p.trained_parameters) + " of " +
-                        GroupedInteger(p.parameters) +
-                        " parameters trained; model state " +
-                        HumanBytes(ModelStateBytes(p.bytes)) + " instead of " +
-                        HumanBytes(a.model_state_bytes) + ")",
-                    "--lora-rank " + std::to_string(kFitLoraRank) +
-                        " --lora-targets " + changed.lora.targets,
-                    peak, /*one_rank=*/true};
-  }
-
-  // Note [Fit levers]
-  std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
-                               int64_t beyond_state) {
-    std::vector<FitLever> levers;
-    const int64_t budget = a.budget_bytes;
-    const int64_t b = a.micro_batch;
-    auto figure_with = [&](const RunConfig& changed) {
-      return FigureWith(changed, b, a.device);
-    };
-    std::vector<RunnableLever> runnable;
-    if (config.model != "mlp" &&
-        config.train.activation_checkpointing == "none") {
-      runnable.push_back(
-          {"activation checkpointing",
-           "--train.activation_checkpointing blocks", true,
-           [](RunConfig& c) { c.train.activation_checkpointing = "blocks"; }});
+    if (std::optional<FitLever> accumulation = AccumulationLever(config, a)) {
+      levers.push_back(std::move(*accumulation));
     }
-    if (config.train.dtype == "float32") {
-      runnable.push_back(
-          {"bf16 autocast (bfloat16 activations, plus the weights' bfloat16 "
-           "copies)",
-           "--train.dtype bf16-autocast", true,
-           [](RunConfig& c) { c.train.dtype = "bf16-autocast"; }});
-    }
-    const bool zero1 = a.world_size > 1 && config.ddp.zero_stage == 0;
-    if (zero1) {
-      runnable.push_back({"ZeRO-1 at " + Plural(a.world_size, "rank"),
-                          "--ddp.zero_stage 1", false,
-                          [](RunConfig& c) { c.ddp.zero_stage = 1; }});
-    }
-    auto index_of = [&](const std::string& flags) {
-      for (size_t i = 0; i < runnable.size(); ++i) {
-        if (runnable[i].flags == flags) return static_cast<int>(i);
-      }
-      return -1;
-    };
-    auto alone = [&](int i) {
-      RunConfig changed = config;
-      runnable[i].apply(changed);
-      return figure_with(changed);
-    };
-    if (!a.model_state_alone_overflows) {
-      if (a.largest_micro_batch > 0) {
-        const int64_t ranks = (b * a.world_size + a.largest_micro_batch - 1) /
-                              a.largest_micro_batch;
-        levers.push_back(
-            {"a smaller micro-batch per rank (" + std::to_string(ranks) +
-                 " ranks keep the global batch)",
-             "--micro-batch " + std::to_string(a.largest_micro_batch) +
-                 " --world-size " + std::to_string(ranks),
-             a.largest_peak_bytes});
-      }
-      if (std::optional<FitLever> accumulation = AccumulationLever(config, a)) {
-        levers.push_back(std::move(*accumulation));
-      }
-      const int checkpointing =
-          index_of("--train.activation_checkpointing blocks");
-      if (checkpointing >= 0) {
-        const int64_t peak = alone(checkpointing);
-        if (peak <= budget) {
-          levers.push_back({runnable[checkpointing].what,
-                            runnable[checkpointing].flags, peak,
-                            /*one_rank=*/true});
-        }
-      }
-      // The sequence length (gpt, llama) or the image resolution (resnet).
-      int64_t* size_of_config = nullptr;
-      RunConfig changed = config;
-      std::string key, what = "the longest sequence that fits";
-      if (config.model == "gpt") {
-        size_of_config = &changed.gpt.seq_len;
-        key = "--gpt.seq_len ";
-      } else if (config.model == "llama") {
-        size_of_config = &changed.llama.seq_len;
-        key = "--llama.seq_len ";
-      } else if (config.model == "resnet") {
-        size_of_config = &changed.resnet.resolution;
-        key = "--resnet.resolution ";
-        what = "the largest resolution that fits";
-      }
-      if (size_of_config != nullptr) {
-        const int64_t now = *size_of_config;
-        auto at = [&](int64_t size) {
-          *size_of_config = size;
-          return changed;
-        };
-        int64_t smallest = 1;  // the smallest size the model accepts
-        while (smallest < now && figure_with(at(smallest)) ==
-                                     std::numeric_limits<int64_t>::max()) {
-          ++smallest;
-        }
-        if (smallest < now && figure_with(at(smallest)) <= budget) {
-          const int64_t size = LargestThat(smallest, now - 1, [&](int64_t n) {
-            return figure_with(at(n)) <= budget;
-          });
-          levers.push_back({what, key + std::to_string(size),
-                            figure_with(at(size)), /*one_rank=*/true});
-        }
-      }
-      const int autocast = index_of("--train.dtype bf16-autocast");
-      if (autocast >= 0) {
-        const int64_t peak = alone(autocast);
-        if (peak <= budget) {
-          levers.push_back({runnable[autocast].what, runnable[autocast].flags,
-                            peak, /*one_rank=*/true});
-        }
-      }
-    }
-    if (std::optional<FitLever> lora = LoraLever(config, a)) {
-      levers.push_back(*lora);
-    }
-    const int64_t stages[] = {0, a.zero.stage1_bytes, a.zero.stage2_bytes,
-                              a.zero.stage3_bytes};
-    for (int k = 1; k <= 3 && a.world_size > 1; ++k) {
-      // Stage 1 memprof runs: predicted on its partition.
-      if (k == 1 && !zero1) continue;
-      const int64_t peak = k == 1 ? alone(index_of("--ddp.zero_stage 1"))
-                                  : stages[k] + beyond_state;
+    const int checkpointing =
+        index_of("--train.activation_checkpointing blocks");
+    if (checkpointing >= 0) {
+      const int64_t peak = alone(checkpointing);
       if (peak <= budget) {
-        levers.push_back({"sharding the model state, ZeRO-" +
-                              std::to_string(k) + " at " +
-                              Plural(a.world_size, "rank") +
-                              (k == 1 ? "" : " (priced; memprof runs stage 1)"),
-                          k == 1 ? "--ddp.zero_stage 1" : "", peak});
-        break;
+        levers.push_back({runnable[checkpointing].what,
+                          runnable[checkpointing].flags, peak,
+                          /*one_rank=*/true});
       }
     }
-    // Combinations, when no lever memprof runs fits alone.
-    for (const FitLever& lever : levers) {
-      if (!lever.flags.empty()) return levers;
+    // The sequence length (gpt, llama) or the image resolution (resnet).
+    int64_t* size_of_config = nullptr;
+    RunConfig changed = config;
+    std::string key, what = "the longest sequence that fits";
+    if (config.model == "gpt") {
+      size_of_config = &changed.gpt.seq_len;
+      key = "--gpt.seq_len ";
+    } else if (config.model == "llama") {
+      size_of_config = &changed.llama.seq_len;
+      key = "--llama.seq_len ";
+    } else if (config.model == "resnet") {
+      size_of_config = &changed.resnet.resolution;
+      key = "--resnet.resolution ";
+      what = "the largest resolution that fits";
     }
-    for (size_t size = 2; size <= runnable.size(); ++size) {
-      // Each combination of `size` levers, in their order.
-      for (uint32_t mask = 0; mask < (1u << runnable.size()); ++mask) {
-        if (static_cast<size_t>(__builtin_popcount(mask)) != size) continue;
-        RunConfig changed = config;
-        std::string what, flags;
-        bool one_rank = true;
-        for (size_t i = 0; i < runnable.size(); ++i) {
-          if (!(mask & (1u << i))) continue;
-          runnable[i].apply(changed);
-          what += (what.empty() ? "" : " with ") + runnable[i].what;
-          flags += (flags.empty() ? "" : " ") + runnable[i].flags;
-          one_rank = one_rank && runnable[i].one_rank;
-        }
-        const int64_t peak = figure_with(changed);
-        if (peak <= budget) levers.push_back({what, flags, peak, one_rank});
+    if (size_of_config != nullptr) {
+      const int64_t now = *size_of_config;
+      auto at = [&](int64_t size) {
+        *size_of_config = size;
+        return changed;
+      };
+      int64_t smallest = 1;  // the smallest size the model accepts
+      while (smallest < now &&
+             figure_with(at(smallest)) == std::numeric_limits<int64_t>::max()) {
+        ++smallest;
       }
-      if (!levers.empty() && !levers.back().flags.empty()) break;
+      if (smallest < now && figure_with(at(smallest)) <= budget) {
+        const int64_t size = LargestThat(smallest, now - 1, [&](int64_t n) {
+          return figure_with(at(n)) <= budget;
+        });
+        levers.push_back({what, key + std::to_string(size),
+                          figure_with(at(size)), /*one_rank=*/true});
+      }
     }
-    return levers;
+    const int autocast = index_of("--train.dtype bf16-autocast");
+    if (autocast >= 0) {
+      const int64_t peak = alone(autocast);
+      if (peak <= budget) {
+        levers.push_back({runnable[autocast].what, runnable[autocast].flags,
+                          peak, /*one_rank=*/true});
+      }
+    }
   }
+  if (std::optional<FitLever> lora = LoraLever(config, a)) {
+    levers.push_back(*lora);
+  }
+  const int64_t stages[] = {0, a.zero.stage1_bytes, a.zero.stage2_bytes,
+                            a.zero.stage3_bytes};
+  for (int k = 1; k <= 3 && a.world_size > 1; ++k) {
+    // Stage 1 memprof runs: predicted on its partition.
+    if (k == 1 && !zero1) continue;
+    const int64_t peak = k == 1 ? alone(index_of("--ddp.zero_stage 1"))
+                                : stages[k] + beyond_state;
+    if (peak <= budget) {
+      levers.push_back({"sharding the model state, ZeRO-" + std::to_string(k) +
+                            " at " + Plural(a.world_size, "rank") +
+                            (k == 1 ? "" : " (priced; memprof runs stage 1)"),
+                        k == 1 ? "--ddp.zero_stage 1" : "", peak});
+      break;
+    }
+  }
+  // Combinations, when no lever memprof runs fits alone.
+  for (const FitLever& lever : levers) {
+    if (!lever.flags.empty()) return levers;
+  }
+  for (size_t size = 2; size <= runnable.size(); ++size) {
+    // Each combination of `size` levers, in their order.
+    for (uint32_t mask = 0; mask < (1u << runnable.size()); ++mask) {
+      if (static_cast<size_t>(__builtin_popcount(mask)) != size) continue;
+      RunConfig changed = config;
+      std::string what, flags;
+      bool one_rank = true;
+      for (size_t i = 0; i < runnable.size(); ++i) {
+        if (!(mask & (1u << i))) continue;
+        runnable[i].apply(changed);
+        what += (what.empty() ? "" : " with ") + runnable[i].what;
+        flags += (flags.empty() ? "" : " ") + runnable[i].flags;
+        one_rank = one_rank && runnable[i].one_rank;
+      }
+      const int64_t peak = figure_with(changed);
+      if (peak <= budget) levers.push_back({what, flags, peak, one_rank});
+    }
+    if (!levers.empty() && !levers.back().flags.empty()) break;
+  }
+  return levers;
+}
 
-  // The model state as the verdict compares it: on a GPU with the memory
-  // outside the allocator.
-  int64_t StateFigure(const FitAnswer& a) {
-    return a.model_state_bytes +
-           (a.device.gpu ? a.device.outside_allocator_bytes : 0);
-  }
+// The model state as the verdict compares it: on a GPU with the memory
+// outside the allocator.
+int64_t StateFigure(const FitAnswer& a) {
+  return a.model_state_bytes +
+         (a.device.gpu ? a.device.outside_allocator_bytes : 0);
+}
 
-  // " (3.32 GiB with the 1.00 GiB outside the allocator)" on a GPU; "" else.
-  std::string WithOutside(const FitAnswer& a, int64_t bytes) {
-    if (!a.device.gpu) return "";
-    return " (" + HumanBytes(bytes) + " with the " +
-           HumanBytes(a.device.outside_allocator_bytes) +
-           " outside the allocator)";
-  }
+// " (3.32 GiB with the 1.00 GiB outside the allocator)" on a GPU; "" else.
+std::string WithOutside(const FitAnswer& a, int64_t bytes) {
+  if (!a.device.gpu) return "";
+  return " (" + HumanBytes(bytes) + " with the " +
+         HumanBytes(a.device.outside_allocator_bytes) +
+         " outside the allocator)";
+}
 
 }  // namespace
 
