@@ -112,8 +112,10 @@ std::optional<FitLever> LoraLever(const RunConfig& config, const FitAnswer& a) {
 }
 
 // Note [Fit levers]
-std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
-                             int64_t beyond_state) {
+// The levers that train the same parameters, each alone, then combined.
+std::vector<FitLever> SameTrainingLevers(const RunConfig& config,
+                                         const FitAnswer& a,
+                                         int64_t beyond_state) {
   std::vector<FitLever> levers;
   const int64_t budget = a.budget_bytes;
   const int64_t b = a.micro_batch;
@@ -219,9 +221,6 @@ std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
       }
     }
   }
-  if (std::optional<FitLever> lora = LoraLever(config, a)) {
-    levers.push_back(*lora);
-  }
   const int64_t stages[] = {0, a.zero.stage1_bytes, a.zero.stage2_bytes,
                             a.zero.stage3_bytes};
   for (int k = 1; k <= 3 && a.world_size > 1; ++k) {
@@ -259,6 +258,18 @@ std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
       if (peak <= budget) levers.push_back({what, flags, peak, one_rank});
     }
     if (!levers.empty() && !levers.back().flags.empty()) break;
+  }
+  return levers;
+}
+
+// SameTrainingLevers, then LoRA: training adapters instead of the whole
+// model is a different job, so it comes last and does not stand in for
+// the combinations of the others.
+std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
+                             int64_t beyond_state) {
+  std::vector<FitLever> levers = SameTrainingLevers(config, a, beyond_state);
+  if (std::optional<FitLever> lora = LoraLever(config, a)) {
+    levers.push_back(std::move(*lora));
   }
   return levers;
 }

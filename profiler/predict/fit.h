@@ -67,18 +67,19 @@ enum class FitVerdict {
 // resnet), the longest sequence (gpt) or the largest resolution (resnet)
 // that fits at the requested micro-batch, bf16 autocast (from float32:
 // mostly bfloat16 activations, at the price of the weights' bfloat16
-// copies; model state unchanged), LoRA adapters when the model state
-// overflows (rank 8 on the attention projections, on every Linear of an
-// MLP; the base frozen, so model state shrinks to the base weights and the
-// adapters' state), and sharding the model state
+// copies; model state unchanged), and sharding the model state
 // (ZeRO, stages 1-3 at the run's ranks, each at the requested
 // micro-batch; stage 1, which memprof runs, predicted on its partition,
 // stages 2-3 priced). Only the levers that fit are listed. When no lever
 // that memprof runs (checkpointing, a shorter sequence or lower resolution,
 // bf16 autocast, ZeRO-1) fits alone, their combinations are tried, pairs
-// before all three, and those that fit listed. When the model state
-// alone is over the budget no data-parallel or activation lever can help;
-// only LoRA and sharding are tried then.
+// before all three, and those that fit listed. Last, since it trains
+// adapters instead of the model: LoRA when the model state overflows
+// (rank 8 on the attention projections, on every Linear of an MLP; the
+// base frozen, so model state shrinks to the base weights and the
+// adapters' state). When the model state alone is over the budget no
+// data-parallel or activation lever can help; only sharding and LoRA are
+// tried then.
 struct FitLever {
   std::string what;        // "activation checkpointing"
   std::string flags;       // "--train.activation_checkpointing blocks"

@@ -254,8 +254,15 @@ class RankTrainer final : public RecomputeObserver, public ScopeObserver {
   double Train() {
     const int64_t micro_batches = config_.train.grad_accum;
     double loss_sum = 0;
+    // The last micro-batch's batch and loss live on through the optimizer
+    // step and zero_grad, as a step without accumulation keeps them; each
+    // earlier one is freed before the next micro-batch begins.
+    Batch batch;
+    torch::Tensor loss;
     for (int64_t m = 1; m <= micro_batches; ++m) {
-      loss_sum += TrainMicroBatch(/*sync=*/m == micro_batches);
+      batch = Batch{};
+      loss = torch::Tensor();
+      loss_sum += TrainMicroBatch(/*sync=*/m == micro_batches, batch, loss);
     }
     {
       auto mark = session_.OptimizerStep();
@@ -273,10 +280,10 @@ class RankTrainer final : public RecomputeObserver, public ScopeObserver {
   }
 
   // One micro-batch's inputs, forward and backward (with the Reducer's
-  // all-reduces when `sync`); returns its loss, unscaled.
-  double TrainMicroBatch(bool sync) {
+  // all-reduces when `sync`) into the caller's `batch` and `loss`; returns
+  // its loss, unscaled.
+  double TrainMicroBatch(bool sync, Batch& batch, torch::Tensor& loss) {
     const int64_t micro_batches = config_.train.grad_accum;
-    Batch batch;
     {
       auto mark = session_.Inputs();
       batch = model_->MakeBatch(session_.impl().run().micro_batch);
@@ -285,7 +292,6 @@ class RankTrainer final : public RecomputeObserver, public ScopeObserver {
       }
       session_.TrackInputs({batch.input, batch.target});
     }
-    torch::Tensor loss;
     double loss_value = 0;
     {
       auto mark = session_.Forward();
