@@ -263,6 +263,15 @@ void ApplyLora(const RunConfig& config, SizeTable& table) {
         }
       }
     }
+    if (!input) {
+      // No row holds the Linear's input (activation checkpointing keeps
+      // only the blocks' inputs): the adapters cannot be priced here.
+      throw ConfigError("lora.targets",
+                        "no saved input of " + module +
+                            " to price its adapters with; LoRA adapters run "
+                            "without activation checkpointing: set "
+                            "train.activation_checkpointing = none");
+    }
     SizeRow saved = *input;
     saved.kind = RowKind::kSaved;
     saved.upstream.clear();

@@ -506,10 +506,15 @@ void SessionImpl::BeginPhase(Phase phase) {
       (phase == Phase::kInputs || phase == Phase::kForward) &&
       after_backward == 1;  // Backward seen, OptimizerStep and ZeroGrad not
   if (next_micro_batch) phases_seen_ = 0;
-  if (in_loop && (phases_seen_ >> OrderOf(phase)) != 0) {
+  const bool backward_without_forward =
+      phase == Phase::kBackward &&
+      (phases_seen_ & (1u << OrderOf(Phase::kForward))) == 0;
+  if (in_loop &&
+      ((phases_seen_ >> OrderOf(phase)) != 0 || backward_without_forward)) {
     throw UsageError("memprof::Session::" + MarkName(phase) + " in step " +
                      std::to_string(step_) +
-                     " after a later phase or twice: a step's phases come "
+                     " out of order (after a later phase, twice, or a "
+                     "Backward() without its Forward()): a step's phases come "
                      "in the order Inputs, Forward, Backward (these three "
                      "once per micro-batch when gradients are accumulated), "
                      "OptimizerStep, ZeroGrad, each at most once");

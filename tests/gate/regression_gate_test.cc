@@ -587,6 +587,10 @@ TEST_F(RegressionGateTest, BaselineHoldsEveryRanksFiguresAndItsContext) {
   config["train"]["activation_checkpointing"] = "none";
   config["train"]["freeze"] = "";
   config["train"]["grad_accum"] = 1;
+  config["lora"] = {{"rank", 0},
+                    {"alpha", 8.0},
+                    {"dropout", 0.0},
+                    {"targets", ""}};  // 1.12 too: no adapters
   EXPECT_EQ(baseline["context"]["config"], config);
   EXPECT_EQ(baseline["context"]["libtorch_version"],
             report["context"]["libtorch_version"]);

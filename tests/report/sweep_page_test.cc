@@ -100,8 +100,9 @@ TEST(SweepPage, AnUnreliableSpreadIsWarnedAboveEverythingWithItsThreshold) {
 
 TEST(SweepPage, CaptionWrapsOutsideTheScrollingTableAndChartsScrollAlone) {
   const std::string html = SweepHtml("memprof sweep: mlp", TwoPoints());
-  EXPECT_NE(html.find("<p class=\"caption\">Global batch 8; "),
-            std::string::npos);
+  EXPECT_NE(
+      html.find("<p class=\"caption\">Global batch 8 per optimizer step; "),
+      std::string::npos);
   EXPECT_EQ(html.find("<caption>"), std::string::npos);
   for (const char* id : {"sweep-bytes", "sweep-step-time"}) {
     EXPECT_NE(html.find(std::string("<div class=\"scroll-x\">\n<svg "
