@@ -116,6 +116,20 @@ std::string ScopeOf(const SizeTable& table, const std::string& module) {
   return scope;
 }
 
+// Whether `row` is what one of GPT's layer norms keeps: its input, mean or
+// rstd ("h.0.ln_2 mean", "ln_f input (residual)").
+bool IsLayerNormSaved(const SizeRow& row) {
+  const auto ends_with = [&](const std::string& tail) {
+    return row.name.size() > tail.size() &&
+           row.name.compare(row.name.size() - tail.size(), tail.size(),
+                            tail) == 0;
+  };
+  return row.kind == RowKind::kSaved &&
+         row.name.find("ln_") != std::string::npos &&
+         (ends_with(" input (residual)") || ends_with(" mean") ||
+          ends_with(" rstd"));
+}
+
 // Note [LoRA under autocast]
 // The recipe: train.dtype bf16-autocast with [lora] stores the frozen base
 // in bfloat16 (it is never updated, so it needs no float32 master) and the
@@ -134,8 +148,14 @@ std::string ScopeOf(const SizeTable& table, const std::string& module) {
 //   RMSNorm outputs (the norm returns its input's dtype, the residual
 //   stream's bfloat16): one tensor where q, k and v (gate and up) each kept
 //   a copy; Llama's rotary cos and sin are bfloat16 too.
+// - GPT's layer norms on the CPU: CPU autocast runs layer_norm in its
+//   input's dtype, so with a bfloat16 residual stream each norm keeps that
+//   bfloat16 input itself and a bfloat16 mean and rstd, where float32 was
+//   kept (measured: 16.5 KiB less per norm on gpt-tiny). CUDA autocast
+//   runs layer_norm in float32: it keeps a float32 copy of its input, and
+//   float32 mean and rstd, as the table already says.
 // Measured against predicted in tests/predict/lora_run_test.cc.
-void BaseInBfloat16(SizeTable& table) {
+void BaseInBfloat16(SizeTable& table, bool gpt_norms_in_bfloat16) {
   auto& rows = table.rows;
   rows.erase(std::remove_if(rows.begin(), rows.end(),
                             [](const SizeRow& row) {
@@ -152,7 +172,8 @@ void BaseInBfloat16(SizeTable& table) {
     if (floating &&
         (row.kind == RowKind::kParameter || row.kind == RowKind::kBuffer ||
          row.kind == RowKind::kInput || row.name == "rotary cos" ||
-         row.name == "rotary sin")) {
+         row.name == "rotary sin" ||
+         (gpt_norms_in_bfloat16 && IsLayerNormSaved(row)))) {
       row.dtype = Dtype::kBFloat16;
     }
     const size_t at = row.name.find(copy);
@@ -172,6 +193,16 @@ void BaseInBfloat16(SizeTable& table) {
     }
   }
 }
+
+// Note [LoRA dropout]
+// With lora.dropout p > 0, A's input is dropout(x), not the Linear's input
+// x: x is no longer kept for A (the frozen base weight needs it for
+// nothing), the dropout's output is (A's matmul keeps it), and so is the
+// dropout's float32 noise, the size of x, where x requires grad (an
+// adapter earlier in the forward feeds it): the CPU's dropout is x times a
+// scaled Bernoulli noise, as GPT's own dropout rows say (Note in
+// gpt_table.cc). Dropout runs in float32 only (refused under
+// bf16-autocast). Measured in tests/predict/lora_run_test.cc.
 
 // Whether the Linear modules `a` and `b` take the same input: Llama's q, k
 // and v_proj, and its gate and up_proj, in one layer.
@@ -194,7 +225,10 @@ void ApplyLora(const RunConfig& config, SizeTable& table) {
   const int64_t r = config.lora.rank;
   const Precision precision = PrecisionOf(config.train);
   const bool recipe = precision == Precision::kAutocast;
-  if (recipe) BaseInBfloat16(table);
+  if (recipe) {
+    BaseInBfloat16(table,
+                   config.model == "gpt" && config.train.device != "cuda");
+  }
   if (table.forward_order.empty()) {
     for (const SizeRow& row : table.rows) {
       if (row.kind == RowKind::kParameter)
@@ -242,17 +276,25 @@ void ApplyLora(const RunConfig& config, SizeTable& table) {
                         module + ".weight");
     at = table.forward_order.insert(at, b);
     table.forward_order.insert(at, a);
-    // Every saved row the Linear's weight needs, its input above all, is
-    // needed for A's gradient too; A's output for B's.
+    // Every saved row the Linear's weight needs is needed for the
+    // adapters' gradients too: its input (the first such row whose last
+    // dimension is the Linear's `in`; the others are downstream of it), for
+    // A's unless A's input is a dropout's output (Note [LoRA dropout]), and
+    // the rows the gradient flows back through. A's output is B's input.
+    const bool dropout = config.lora.dropout > 0;
     std::optional<SizeRow> input;
     for (SizeRow& row : table.rows) {
       if (row.kind != RowKind::kSaved) continue;
       const auto& needed = row.needed_for;
       if (std::find(needed.begin(), needed.end(), weight.name) == needed.end())
         continue;
-      row.needed_for.push_back(a);
-      row.needed_for.push_back(b);
-      if (!input) input = row;
+      const bool is_input = !input && !row.shape.empty() &&
+                            row.shape.back() == in;
+      if (is_input) input = row;
+      if (!(is_input && dropout)) {
+        row.needed_for.push_back(a);
+        row.needed_for.push_back(b);
+      }
     }
     if (!input) {
       // The MLP's first layer: its input is the batch, an input row.
@@ -272,6 +314,11 @@ void ApplyLora(const RunConfig& config, SizeTable& table) {
                             "without activation checkpointing: set "
                             "train.activation_checkpointing = none");
     }
+    // Whether the Linear's input requires grad: an adapter earlier in the
+    // forward feeds it.
+    const bool input_requires_grad = std::any_of(
+        adapted.begin(), adapted.begin() + static_cast<std::ptrdiff_t>(m),
+        [&](const std::string& earlier) { return !SameInput(earlier, module); });
     SizeRow saved = *input;
     saved.kind = RowKind::kSaved;
     saved.upstream.clear();
@@ -279,11 +326,15 @@ void ApplyLora(const RunConfig& config, SizeTable& table) {
     saved.scope = ScopeOf(table, module);
     if (saved.block == SizeRow::kNoBlock) saved.block = SizeRow::kEveryBlock;
     std::vector<int64_t> shape = input->shape;
-    if (config.lora.dropout > 0) {
+    if (dropout) {  // Note [LoRA dropout]
       SizeRow dropped = saved;
       dropped.name = module + " lora dropout output (lora_A input)";
       dropped.needed_for = {a};
       table.rows.push_back(dropped);
+      if (input_requires_grad) {
+        dropped.name = module + " lora dropout noise";
+        table.rows.push_back(dropped);
+      }
     }
     shape.back() = r;
     saved.name = module + " lora_A output (lora_B input)";
@@ -291,11 +342,6 @@ void ApplyLora(const RunConfig& config, SizeTable& table) {
     saved.terms = WithLastTerm(input->terms, "r");
     table.rows.push_back(saved);
     if (recipe) {  // Note [LoRA under autocast]
-      const bool input_requires_grad =
-          std::any_of(adapted.begin(), adapted.begin() + m,
-                      [&](const std::string& earlier) {
-                        return !SameInput(earlier, module);
-                      });
       SizeRow cast = row_a;
       cast.kind = RowKind::kWeightCast;
       cast.adapter = false;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "profiler/cli/config_cli.h"
@@ -11,20 +12,23 @@
 
 namespace memprof {
 
-inline RunConfig PresetConfig(const std::string& preset,
-                              std::vector<std::string> extra = {}) {
+// The words of `--config configs/<preset>.ini` followed by `extra`.
+inline std::vector<std::string> PresetWords(const std::string& preset,
+                                            std::vector<std::string> extra) {
   std::vector<std::string> words = {
       "--config", MEMPROF_SOURCE_DIR "/configs/" + preset + ".ini"};
   words.insert(words.end(), extra.begin(), extra.end());
-  return ParseProfileArgs(words).config;
+  return words;
+}
+
+inline RunConfig PresetConfig(const std::string& preset,
+                              std::vector<std::string> extra = {}) {
+  return ParseProfileArgs(PresetWords(preset, std::move(extra))).config;
 }
 
 inline RunConfig PredictPreset(const std::string& preset,
                                std::vector<std::string> extra = {}) {
-  std::vector<std::string> words = {
-      "--config", MEMPROF_SOURCE_DIR "/configs/" + preset + ".ini"};
-  words.insert(words.end(), extra.begin(), extra.end());
-  return ParsePredictArgs(words).config;
+  return ParsePredictArgs(PresetWords(preset, std::move(extra))).config;
 }
 
 }  // namespace memprof

@@ -56,13 +56,16 @@ std::vector<std::string> WithLever(std::vector<std::string> words,
 }
 
 // Runs one rank at a micro-batch under the budget, once per micro-batch
-// (with `lever_flags`, the run's own config changed by a lever).
+// (with `lever_flags`, the run's own config changed by a lever), into
+// DIR/<prefix>micro-batch-<b>.
 class Measurer {
  public:
-  Measurer(const FitArgs& args, std::string dir, std::string lever_flags = "")
+  Measurer(const FitArgs& args, std::string dir, std::string lever_flags = "",
+           std::string prefix = "")
       : args_(args),
         dir_(std::move(dir)),
-        lever_flags_(std::move(lever_flags)) {}
+        lever_flags_(std::move(lever_flags)),
+        prefix_(std::move(prefix)) {}
 
   const MeasuredRun& Run(int64_t micro_batch) {
     for (const MeasuredRun& run : runs_) {
@@ -92,8 +95,7 @@ class Measurer {
     request.memory_limit_bytes = args_.budget_bytes;
     request.out_dir =
         (fs::path(dir_) /
-         ((lever_flags_.empty() ? "" : "lever-") + std::string("micro-batch-") +
-          std::to_string(micro_batch)))
+         (prefix_ + "micro-batch-" + std::to_string(micro_batch)))
             .string();
     const ProfileChildResult child = RunProfileChild(request);
     const RankReport* report =
@@ -118,6 +120,7 @@ class Measurer {
   const FitArgs& args_;
   std::string dir_;
   std::string lever_flags_;
+  std::string prefix_;
   std::vector<MeasuredRun> runs_;
 };
 
@@ -192,19 +195,23 @@ int RunFitCommand(const FitArgs& args) {
             << why.str() << "\n";
   if (verdict == FitVerdict::kFits) return kExitOk;
 
-  // The first lever that changes one rank's run itself, run at the
-  // requested micro-batch under the budget.
+  // The first lever that changes one rank's run itself, and the LoRA
+  // lever when it is not that one, each run at the requested micro-batch
+  // under the budget.
+  bool measured_one = false;
   for (const FitLever& lever : answer.levers) {
-    if (!lever.one_rank) continue;
+    if (!lever.one_rank || (measured_one && !lever.adapters)) continue;
+    measured_one = true;
     std::cout << "\nmeasured lever: " << lever.what << " (" << lever.flags
               << "), predicted peak " << HumanBytes(lever.peak_bytes) << ":\n";
-    Measurer with_lever(args, dir, lever.flags);
+    Measurer with_lever(args, dir, lever.flags,
+                        lever.adapters ? "lora-" : "lever-");
     const MeasuredRun& run = with_lever.Run(answer.micro_batch);
     std::cout << "measured lever verdict: " << lever.what
               << (run.completed ? " fits the budget"
                                 : " does not fit the budget")
               << "\n";
-    break;
+    if (lever.adapters) break;
   }
   return kExitCheckFailed;
 }

@@ -4,6 +4,7 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <utility>
 
 #include "models/config_validation.h"
 #include "models/lora_rows.h"
@@ -23,15 +24,11 @@ RunConfig AtMicroBatch(RunConfig config, int64_t micro_batch) {
 
 // The figure of `changed` at micro-batch `b`, or the largest int64_t when
 // the lever makes a config the model refuses.
-int64_t FigureWith(RunConfig changed, int64_t b, const FitDevice& device) {
-  changed.train.micro_batch = b;
-  changed.train.global_batch = 0;
-  try {
-    ValidateRunConfig(changed);
-  } catch (const ConfigError&) {
-    return std::numeric_limits<int64_t>::max();
-  }
-  return FitFigure(changed, device);
+int64_t FigureWith(const RunConfig& changed, int64_t b,
+                   const FitDevice& device) {
+  const std::optional<RunConfig> runnable = RunnableAt(changed, b);
+  return runnable ? FitFigure(*runnable, device)
+                  : std::numeric_limits<int64_t>::max();
 }
 
 // A lever memprof runs, as a change of the config: what combinations of
@@ -108,7 +105,7 @@ std::optional<FitLever> LoraLever(const RunConfig& config, const FitAnswer& a) {
                       HumanBytes(a.model_state_bytes) + ")",
                   "--lora-rank " + std::to_string(kFitLoraRank) +
                       " --lora-targets " + changed.lora.targets,
-                  peak, /*one_rank=*/true};
+                  peak, /*one_rank=*/true, /*adapters=*/true};
 }
 
 // Note [Fit levers]
@@ -312,6 +309,16 @@ FitDevice FitDeviceOf(const RunConfig& config,
 
 int64_t PredictedPeakAt(const RunConfig& config, int64_t micro_batch) {
   return PredictBusiestRank(AtMicroBatch(config, micro_batch)).Peak().Total();
+}
+
+std::optional<RunConfig> RunnableAt(RunConfig config, int64_t micro_batch) {
+  config = AtMicroBatch(std::move(config), micro_batch);
+  try {
+    ValidateRunConfig(config);
+  } catch (const ConfigError&) {
+    return std::nullopt;
+  }
+  return config;
 }
 
 int64_t FitFigure(const RunConfig& config, const FitDevice& device) {

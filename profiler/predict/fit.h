@@ -41,6 +41,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,9 @@ struct FitLever {
   // It changes one rank's run itself (not the micro-batch or the ranks):
   // fit --measure can confirm it with one rank.
   bool one_rank = false;
+  // It trains LoRA adapters instead of the model (a different job; listed
+  // last, and confirmed by fit --measure beside the first one_rank lever).
+  bool adapters = false;
 };
 const char* FitVerdictName(FitVerdict verdict);  // "activation-overflow"
 
@@ -136,6 +140,11 @@ struct FitAnswer {
 
 // The prediction's peak for one rank of `config` at `micro_batch` per rank.
 int64_t PredictedPeakAt(const RunConfig& config, int64_t micro_batch);
+
+// `config` at `micro_batch` per rank (no global batch) when memprof would
+// run it; none when its keys refuse each other (ValidateRunConfig: a lever
+// such as checkpointing beside LoRA adapters is then no lever).
+std::optional<RunConfig> RunnableAt(RunConfig config, int64_t micro_batch);
 
 // The figure of the busiest rank of `config` (validated) as `device` makes
 // it: the predicted peak, or the predicted most reserved plus the outside

@@ -4,8 +4,6 @@
 #include <cstdio>
 #include <utility>
 
-#include "models/config_validation.h"
-#include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
 #include "profiler/predict/fit.h"
 #include "profiler/report/rank_outcome.h"
@@ -21,20 +19,6 @@ struct Candidate {
   RunConfig config;
   int64_t micro_batch = 0;
 };
-
-// Whether `config` at `micro_batch` is a run memprof would start: a lever
-// the run's other keys refuse (checkpointing beside LoRA adapters) is no
-// lever.
-bool Runnable(RunConfig config, int64_t micro_batch) {
-  config.train.micro_batch = micro_batch;
-  config.train.global_batch = 0;
-  try {
-    ValidateRunConfig(config);
-  } catch (const ConfigError&) {
-    return false;
-  }
-  return true;
-}
 
 std::vector<Candidate> CandidatesFor(Category dominant, const RunConfig& run,
                                      int64_t micro_batch) {
@@ -151,7 +135,7 @@ std::optional<Headline> HeadlineOf(const RunView& view) {
   const int64_t micro_batch = busiest->micro_batch;
   h.predicted_peak_bytes = PredictedPeakAt(run, micro_batch);
   for (const Candidate& lever : CandidatesFor(h.dominant, run, micro_batch)) {
-    if (!Runnable(lever.config, lever.micro_batch)) continue;
+    if (!RunnableAt(lever.config, lever.micro_batch)) continue;
     const int64_t peak_bytes = PredictedPeakAt(lever.config, lever.micro_batch);
     const int64_t best =
         h.lever.empty() ? h.predicted_peak_bytes : h.lever_peak_bytes;

@@ -634,6 +634,44 @@ TEST_F(FitMeasure, ConfirmsTheAutocastLeverWithARealRun) {
   EXPECT_GT(run.Of(Category::kWeightCasts).peak_bytes, 0);
 }
 
+// gpt-tiny at micro-batch 4 under a budget its model state overflows and
+// its LoRA lever (rank 8 on the attention projections) fits, at the
+// lever's predicted peak (2% over it, the activations' band): --measure runs
+// the LoRA lever too, and the run completes within the budget, training
+// the adapters alone.
+TEST_F(FitMeasure, ConfirmsTheLoraLeverWithARealRun) {
+  const std::string gpt = MEMPROF_SOURCE_DIR "/configs/gpt-tiny.ini";
+  const RunConfig plain =
+      ParseFitArgs({"--config", gpt, "--budget", "1"}).config;
+  const RunConfig adapted =
+      ParseFitArgs({"--config", gpt, "--budget", "1", "--lora-rank", "8",
+                    "--lora-targets", "c_attn,attn.c_proj"})
+          .config;
+  const int64_t budget = PredictedPeakAt(adapted, 4) * 102 / 100;
+  ASSERT_LT(budget, PredictedPeakAt(plain, 1));
+  const CommandResult r =
+      RunMemprof("fit --config " + gpt + " --budget " + std::to_string(budget) +
+                 " --measure --out " + dir_.string());
+  EXPECT_EQ(r.exit_code, kExitCheckFailed) << r.output;
+  EXPECT_NE(r.output.find("measured verdict: model-state-overflow"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("measured lever: LoRA adapters, rank 8 on "
+                          "c_attn,attn.c_proj"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("measured lever verdict: LoRA adapters, rank 8 on "
+                          "c_attn,attn.c_proj, the base frozen"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("fits the budget"), std::string::npos) << r.output;
+  const RankReport run =
+      ReadRankReport(RankReportPath(dir_ / "lora-micro-batch-4", 0));
+  EXPECT_EQ(run.context.config.lora.rank, 8);
+  EXPECT_EQ(run.trained_parameters, 2 * (8 * (64 + 192) + 8 * (64 + 64)));
+  EXPECT_LE(run.peak.total_bytes, budget);
+}
+
 TEST_F(FitMeasure, BelowModelStateEvenMicroBatchOneRunsOutOfMemory) {
   const CommandResult r =
       RunMemprof("fit --config " + kTiny + " --budget 200000 --measure --out " +

@@ -18,15 +18,18 @@ struct LoraRunCase {
   std::string targets;
   std::string dtype;  // train.dtype
   int64_t adapters;   // r (in + out) per target
+  double dropout = 0;  // lora.dropout
 };
 
 inline void PrintTo(const LoraRunCase& c, std::ostream* os) {
   *os << c.preset << " --lora-targets " << c.targets << " " << c.dtype;
+  if (c.dropout > 0) *os << " dropout " << c.dropout;
 }
 
 inline std::string LoraFlags(const LoraRunCase& c) {
   return " --lora-rank 4 --lora-targets " + c.targets + " --train.dtype " +
-         c.dtype;
+         c.dtype +
+         (c.dropout > 0 ? " --lora-dropout " + std::to_string(c.dropout) : "");
 }
 
 // Rank 4 on two targets of each CI-sized model: float32, and the recipe
@@ -42,6 +45,15 @@ inline std::vector<LoraRunCase> TwoTargets() {
       {"llama-tiny", "q_proj,v_proj", "bf16-autocast", llama},
       {"gpt-tiny", "c_attn,attn.c_proj", "bf16-autocast", gpt},
   };
+}
+
+// With lora.dropout (float32 only): what each adapter keeps changes (Note
+// [LoRA dropout]).
+inline std::vector<LoraRunCase> TwoTargetsWithDropout() {
+  std::vector<LoraRunCase> cases = TwoTargets();
+  cases.erase(cases.begin() + 2, cases.end());
+  for (LoraRunCase& c : cases) c.dropout = 0.1;
+  return cases;
 }
 
 inline void ExpectLoraRunHolds(const RankReport& rank, const LoraRunCase& c) {

@@ -33,6 +33,8 @@ TEST_P(LoraRun, AdaptersAloneHoldGradientsStateAndBuckets) {
 
 INSTANTIATE_TEST_SUITE_P(RankFourOnTwoTargets, LoraRun,
                          ::testing::ValuesIn(TwoTargets()));
+INSTANTIATE_TEST_SUITE_P(WithDropout, LoraRun,
+                         ::testing::ValuesIn(TwoTargetsWithDropout()));
 
 // The logits of a model built from `config` (seed 0) on a fixed batch.
 torch::Tensor Logits(const RunConfig& config, const Batch& batch) {

@@ -1,7 +1,8 @@
 // Two ranks through the launcher: every rank meets its prediction, for each
 // CI-sized model at micro-batches 1, 2 and 5, and with the gradients as
-// bucket views, with checkpointed blocks, and in bf16-autocast and
-// bfloat16.
+// bucket views, with checkpointed blocks, in bf16-autocast and bfloat16,
+// and with gradient accumulation beside each other lever (checkpointing,
+// autocast, ZeRO-1, LoRA).
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -111,7 +112,15 @@ INSTANTIATE_TEST_SUITE_P(
         TwoRankCase{"llama-tiny", 2, kAutocast},
         TwoRankCase{"llama-odd", 2, kBfloat16},
         TwoRankCase{"llama-odd", 2, "--ddp.zero_stage 1"},
-        TwoRankCase{"resnet-tiny", 2, kCheckpointedAutocast}),
+        TwoRankCase{"resnet-tiny", 2, kCheckpointedAutocast},
+        // Accumulation with each lever: the activations are one
+        // micro-batch's, the model state the lever's.
+        TwoRankCase{"gpt-tiny", 2,
+                    "--grad-accum 2 --train.activation_checkpointing blocks"},
+        TwoRankCase{"gpt-tiny", 2, "--grad-accum 3 --train.dtype bf16-autocast"},
+        TwoRankCase{"llama-odd", 2, "--grad-accum 2 --ddp.zero_stage 1"},
+        TwoRankCase{"llama-tiny", 2,
+                    "--grad-accum 2 --lora-rank 4 --lora-targets q_proj,v_proj"}),
     [](const ::testing::TestParamInfo<TwoRankCase>& info) {
       // "gpt-tiny", 2, "--train.dtype bfloat16" -> gpt_tiny_b2_dtype_bfloat16
       std::string name =
