@@ -55,7 +55,16 @@ TEST(CudaPrediction, RequestsAtThePeakAreThePredictedPeak) {
            {"gpt-tiny",
             {"--freeze", "wte,wpe,h.0", "--world-size", "2", "--ddp.zero_stage",
              "1"}},
-           {"llama-tiny", {"--freeze", "model.embed_tokens,model.layers.0"}}}) {
+           {"llama-tiny", {"--freeze", "model.embed_tokens,model.layers.0"}},
+           // Adapters (the recipe on a GPU, and dropout) and accumulation.
+           {"llama-tiny", {"--lora-rank", "4", "--lora-targets", "q_proj,v_proj"}},
+           {"gpt-tiny",
+            {"--lora-rank", "4", "--lora-targets", "c_attn,attn.c_proj",
+             "--train.dtype", "bf16-autocast", "--train.device", "cuda"}},
+           {"gpt-tiny",
+            {"--lora-rank", "4", "--lora-targets", "c_attn", "--lora-dropout",
+             "0.1"}},
+           {"mlp-tiny", {"--grad-accum", "4"}}}) {
     const RunConfig config = PredictPreset(name, extra);
     const Prediction p = Predict(config);
     const CudaPrediction cuda = PredictOnCuda(p, config);

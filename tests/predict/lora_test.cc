@@ -121,6 +121,76 @@ TEST(LoraTable, PredictTableMarksTheAdapterRows) {
 }
 
 // Each error names where the value came from, the key and the remedy.
+// The row of `table` named `name`; fails the test when there is none.
+const SizeRow* RowNamed(const SizeTable& table, const std::string& name) {
+  for (const SizeRow& row : table.rows) {
+    if (row.name == name) return &row;
+  }
+  ADD_FAILURE() << "no row " << name;
+  return nullptr;
+}
+
+// Note [LoRA under autocast]: with the recipe's bfloat16 residual stream,
+// GPT's layer norms keep bfloat16 input, mean and rstd on the CPU (CPU
+// autocast runs layer_norm in its input's dtype) and float32 on a GPU
+// (CUDA autocast runs it in float32): 16.5 KiB a norm on gpt-tiny.
+TEST(LoraTable, TheRecipesGptLayerNormsKeepBfloat16OnTheCpuOnly) {
+  const std::vector<std::string> recipe = {
+      "--lora-rank", "4", "--lora-targets", "c_attn,attn.c_proj",
+      "--train.dtype", "bf16-autocast"};
+  std::vector<std::string> on_gpu = recipe;
+  on_gpu.insert(on_gpu.end(), {"--train.device", "cuda"});
+  const Prediction cpu = Predict(PredictPreset("gpt-tiny", recipe));
+  const Prediction gpu = Predict(PredictPreset("gpt-tiny", on_gpu));
+  for (const char* name : {"h.1.ln_1 input (residual)", "h.1.ln_1 mean",
+                           "h.1.ln_2 rstd", "ln_f input (residual)"}) {
+    SCOPED_TRACE(name);
+    const SizeRow* on_cpu = RowNamed(cpu.table, name);
+    const SizeRow* on_cuda = RowNamed(gpu.table, name);
+    if (on_cpu == nullptr || on_cuda == nullptr) continue;
+    EXPECT_EQ(on_cpu->dtype, Dtype::kBFloat16);
+    EXPECT_EQ(on_cuda->dtype, Dtype::kFloat32);
+  }
+  // Four norms keep their input (h.0.ln_1's input needs no gradient):
+  // [B, T, d] and two [B, T, 1] at half the bytes each.
+  const int64_t per_norm = (4 * 32 * 64 + 2 * 4 * 32) * 2;
+  EXPECT_EQ(Bytes(gpu, Category::kActivations) -
+                Bytes(cpu, Category::kActivations),
+            4 * per_norm);
+}
+
+// Note [LoRA dropout]: each adapter keeps the dropout's output (A's input)
+// instead of the Linear's input, and the dropout's float32 noise where its
+// input requires grad: not for layer 0's q_proj (the frozen embedding feeds
+// it), for layer 1's.
+TEST(LoraTable, DropoutKeepsItsOutputAndNoiseNotTheInput) {
+  const Prediction p = Predict(PredictPreset(
+      "llama-tiny", {"--lora-rank", "4", "--lora-targets", "q_proj",
+                     "--lora-dropout", "0.1"}));
+  const std::string l0 = "model.layers.0.self_attn.q_proj",
+                    l1 = "model.layers.1.self_attn.q_proj";
+  for (const std::string& module : {l0, l1}) {
+    const SizeRow* dropped =
+        RowNamed(p.table, module + " lora dropout output (lora_A input)");
+    if (dropped == nullptr) continue;
+    EXPECT_EQ(dropped->shape, (std::vector<int64_t>{4, 32, 64})) << module;
+    const SizeRow* a_output =
+        RowNamed(p.table, module + " lora_A output (lora_B input)");
+    if (a_output == nullptr) continue;
+    EXPECT_EQ(a_output->shape, (std::vector<int64_t>{4, 32, 4})) << module;
+  }
+  int noise = 0;
+  for (const SizeRow& row : p.table.rows) {
+    if (row.name == l1 + " lora dropout noise") ++noise;
+    EXPECT_NE(row.name, l0 + " lora dropout noise");
+    // The input layer norm's output: kept for nothing now (q_proj's base
+    // weight is frozen, A takes the dropout's output).
+    EXPECT_EQ(row.name.find("input_layernorm output"), std::string::npos)
+        << row.name;
+  }
+  EXPECT_EQ(noise, 1);
+}
+
 TEST(LoraValidation, EachKeyIsRefusedWithTheKeyAndTheRemedy) {
   const std::string rank = PresetError(
       "llama-tiny", {"--lora-rank", "0", "--lora-targets", "q_proj"});
