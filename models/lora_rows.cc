@@ -121,8 +121,8 @@ std::string ScopeOf(const SizeTable& table, const std::string& module) {
 bool IsLayerNormSaved(const SizeRow& row) {
   const auto ends_with = [&](const std::string& tail) {
     return row.name.size() > tail.size() &&
-           row.name.compare(row.name.size() - tail.size(), tail.size(),
-                            tail) == 0;
+           row.name.compare(row.name.size() - tail.size(), tail.size(), tail) ==
+               0;
   };
   return row.kind == RowKind::kSaved &&
          row.name.find("ln_") != std::string::npos &&
@@ -288,8 +288,8 @@ void ApplyLora(const RunConfig& config, SizeTable& table) {
       const auto& needed = row.needed_for;
       if (std::find(needed.begin(), needed.end(), weight.name) == needed.end())
         continue;
-      const bool is_input = !input && !row.shape.empty() &&
-                            row.shape.back() == in;
+      const bool is_input =
+          !input && !row.shape.empty() && row.shape.back() == in;
       if (is_input) input = row;
       if (!(is_input && dropout)) {
         row.needed_for.push_back(a);
@@ -318,7 +318,9 @@ void ApplyLora(const RunConfig& config, SizeTable& table) {
     // forward feeds it.
     const bool input_requires_grad = std::any_of(
         adapted.begin(), adapted.begin() + static_cast<std::ptrdiff_t>(m),
-        [&](const std::string& earlier) { return !SameInput(earlier, module); });
+        [&](const std::string& earlier) {
+          return !SameInput(earlier, module);
+        });
     SizeRow saved = *input;
     saved.kind = RowKind::kSaved;
     saved.upstream.clear();

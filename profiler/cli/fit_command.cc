@@ -93,10 +93,9 @@ class Measurer {
     request.micro_batch = micro_batch;
     request.global_batch = 0;
     request.memory_limit_bytes = args_.budget_bytes;
-    request.out_dir =
-        (fs::path(dir_) /
-         (prefix_ + "micro-batch-" + std::to_string(micro_batch)))
-            .string();
+    request.out_dir = (fs::path(dir_) /
+                       (prefix_ + "micro-batch-" + std::to_string(micro_batch)))
+                          .string();
     const ProfileChildResult child = RunProfileChild(request);
     const RankReport* report =
         child.reports.empty() ? nullptr : &child.reports.front();

@@ -57,7 +57,8 @@ TEST(CudaPrediction, RequestsAtThePeakAreThePredictedPeak) {
              "1"}},
            {"llama-tiny", {"--freeze", "model.embed_tokens,model.layers.0"}},
            // Adapters (the recipe on a GPU, and dropout) and accumulation.
-           {"llama-tiny", {"--lora-rank", "4", "--lora-targets", "q_proj,v_proj"}},
+           {"llama-tiny",
+            {"--lora-rank", "4", "--lora-targets", "q_proj,v_proj"}},
            {"gpt-tiny",
             {"--lora-rank", "4", "--lora-targets", "c_attn,attn.c_proj",
              "--train.dtype", "bf16-autocast", "--train.device", "cuda"}},

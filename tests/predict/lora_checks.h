@@ -16,8 +16,8 @@ namespace memprof {
 struct LoraRunCase {
   std::string preset;
   std::string targets;
-  std::string dtype;  // train.dtype
-  int64_t adapters;   // r (in + out) per target
+  std::string dtype;   // train.dtype
+  int64_t adapters;    // r (in + out) per target
   double dropout = 0;  // lora.dropout
 };
 

@@ -136,8 +136,9 @@ const SizeRow* RowNamed(const SizeTable& table, const std::string& name) {
 // (CUDA autocast runs it in float32): 16.5 KiB a norm on gpt-tiny.
 TEST(LoraTable, TheRecipesGptLayerNormsKeepBfloat16OnTheCpuOnly) {
   const std::vector<std::string> recipe = {
-      "--lora-rank", "4", "--lora-targets", "c_attn,attn.c_proj",
-      "--train.dtype", "bf16-autocast"};
+      "--lora-rank",    "4",
+      "--lora-targets", "c_attn,attn.c_proj",
+      "--train.dtype",  "bf16-autocast"};
   std::vector<std::string> on_gpu = recipe;
   on_gpu.insert(on_gpu.end(), {"--train.device", "cuda"});
   const Prediction cpu = Predict(PredictPreset("gpt-tiny", recipe));
@@ -167,8 +168,9 @@ TEST(LoraTable, TheRecipesGptLayerNormsKeepBfloat16OnTheCpuOnly) {
   }
   // Without the recipe (float32 adapters on a float32 base) the residual
   // stream is float32 on either device.
-  const Prediction plain = Predict(PredictPreset(
-      "gpt-tiny", {"--lora-rank", "4", "--lora-targets", "c_attn,attn.c_proj"}));
+  const Prediction plain =
+      Predict(PredictPreset("gpt-tiny", {"--lora-rank", "4", "--lora-targets",
+                                         "c_attn,attn.c_proj"}));
   for (const SizeRow* row : norm_rows(plain.table)) {
     EXPECT_EQ(row->dtype, Dtype::kFloat32) << row->name;
   }
@@ -179,9 +181,9 @@ TEST(LoraTable, TheRecipesGptLayerNormsKeepBfloat16OnTheCpuOnly) {
 // input requires grad: not for layer 0's q_proj (the frozen embedding feeds
 // it), for layer 1's.
 TEST(LoraTable, DropoutKeepsItsOutputAndNoiseNotTheInput) {
-  const Prediction p = Predict(PredictPreset(
-      "llama-tiny", {"--lora-rank", "4", "--lora-targets", "q_proj",
-                     "--lora-dropout", "0.1"}));
+  const Prediction p =
+      Predict(PredictPreset("llama-tiny", {"--lora-rank", "4", "--lora-targets",
+                                           "q_proj", "--lora-dropout", "0.1"}));
   const std::string l0 = "model.layers.0.self_attn.q_proj",
                     l1 = "model.layers.1.self_attn.q_proj";
   for (const std::string& module : {l0, l1}) {

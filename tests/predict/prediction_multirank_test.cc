@@ -117,10 +117,12 @@ INSTANTIATE_TEST_SUITE_P(
         // micro-batch's, the model state the lever's.
         TwoRankCase{"gpt-tiny", 2,
                     "--grad-accum 2 --train.activation_checkpointing blocks"},
-        TwoRankCase{"gpt-tiny", 2, "--grad-accum 3 --train.dtype bf16-autocast"},
+        TwoRankCase{"gpt-tiny", 2,
+                    "--grad-accum 3 --train.dtype bf16-autocast"},
         TwoRankCase{"llama-odd", 2, "--grad-accum 2 --ddp.zero_stage 1"},
-        TwoRankCase{"llama-tiny", 2,
-                    "--grad-accum 2 --lora-rank 4 --lora-targets q_proj,v_proj"}),
+        TwoRankCase{
+            "llama-tiny", 2,
+            "--grad-accum 2 --lora-rank 4 --lora-targets q_proj,v_proj"}),
     [](const ::testing::TestParamInfo<TwoRankCase>& info) {
       // "gpt-tiny", 2, "--train.dtype bfloat16" -> gpt_tiny_b2_dtype_bfloat16
       std::string name =

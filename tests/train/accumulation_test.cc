@@ -25,10 +25,9 @@ class AccumulationTest : public TempDirTest {
   // name a --config).
   Json Run(const std::string& name, const std::string& flags) {
     const std::string out = (dir_ / name).string();
-    const std::string config =
-        flags.find("--config") == std::string::npos
-            ? std::string(" --config ") + kTiny
-            : std::string();
+    const std::string config = flags.find("--config") == std::string::npos
+                                   ? std::string(" --config ") + kTiny
+                                   : std::string();
     const CommandResult r =
         RunMemprof("profile --quiet" + config + " --world-size 2 " + flags +
                    " --out " + out);
@@ -100,9 +99,9 @@ TEST_F(AccumulationTest, ActivationsFollowTheMicroBatchModelStateDoesNot) {
 // K = 1 against 13-19% at K = 4 (docs/data-parallelism.md); mlp-tiny's
 // step, about a millisecond, is all-reduce and noise on a loaded machine.
 TEST_F(AccumulationTest, CommunicationShareFallsWithAccumulation) {
-  const std::string gpt =
-      "--config " MEMPROF_SOURCE_DIR "/configs/gpt-tiny.ini --micro-batch 2 "
-      "--steps 10";
+  const std::string gpt = "--config " MEMPROF_SOURCE_DIR
+                          "/configs/gpt-tiny.ini --micro-batch 2 "
+                          "--steps 10";
   const Json plain = Run("k1", gpt);
   const Json accumulated = Run("k4", gpt + " --grad-accum 4");
   EXPECT_EQ(accumulated["context"]["config"]["train"]["global_batch"], 0);
