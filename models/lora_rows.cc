@@ -4,35 +4,14 @@
 #include <optional>
 
 #include "models/frozen_rows.h"
+#include "profiler/base/comma_list.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/frozen_parameters.h"
 
 namespace memprof {
 
 std::vector<std::string> LoraTargets(const std::string& targets) {
-  std::vector<std::string> items;
-  if (targets.empty()) return items;
-  size_t from = 0;
-  while (true) {
-    const size_t comma = targets.find(',', from);
-    std::string item = targets.substr(
-        from, comma == std::string::npos ? std::string::npos : comma - from);
-    const size_t first = item.find_first_not_of(" \t");
-    const size_t last = item.find_last_not_of(" \t");
-    item =
-        first == std::string::npos ? "" : item.substr(first, last - first + 1);
-    if (item.empty()) {
-      throw ConfigError(
-          "lora.targets",
-          "lora.targets '" + targets +
-              "' has an empty item; write the module names "
-              "separated by single commas, such as q_proj,v_proj");
-    }
-    items.push_back(item);
-    if (comma == std::string::npos) break;
-    from = comma + 1;
-  }
-  return items;
+  return CommaItems(targets, "lora.targets", "module names", "q_proj,v_proj");
 }
 
 bool TargetMatches(const std::string& target, const std::string& name) {

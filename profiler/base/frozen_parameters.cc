@@ -1,5 +1,8 @@
 #include "profiler/base/frozen_parameters.h"
 
+#include <utility>
+
+#include "profiler/base/comma_list.h"
 #include "profiler/base/errors.h"
 
 namespace memprof {
@@ -7,21 +10,8 @@ namespace memprof {
 std::vector<std::string> FreezePrefixes(const std::string& freeze) {
   std::vector<std::string> prefixes;
   if (freeze.empty() || FreezesAll(freeze)) return prefixes;
-  size_t from = 0;
-  while (true) {
-    const size_t comma = freeze.find(',', from);
-    std::string item = freeze.substr(
-        from, comma == std::string::npos ? std::string::npos : comma - from);
-    const size_t first = item.find_first_not_of(" \t");
-    const size_t last = item.find_last_not_of(" \t");
-    item =
-        first == std::string::npos ? "" : item.substr(first, last - first + 1);
-    if (item.empty()) {
-      throw ConfigError("train.freeze",
-                        "train.freeze '" + freeze +
-                            "' has an empty item; write the prefixes "
-                            "separated by single commas, such as h.0,h.1");
-    }
+  for (std::string& item :
+       CommaItems(freeze, "train.freeze", "prefixes", "h.0,h.1")) {
     if (item == "all") {
       throw ConfigError(
           "train.freeze",
@@ -29,9 +19,7 @@ std::vector<std::string> FreezePrefixes(const std::string& freeze) {
               "': 'all' (every base weight, beside [lora]) stands alone; "
               "write either all or the prefixes to freeze");
     }
-    prefixes.push_back(item);
-    if (comma == std::string::npos) break;
-    from = comma + 1;
+    prefixes.push_back(std::move(item));
   }
   return prefixes;
 }
