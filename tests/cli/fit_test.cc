@@ -139,6 +139,24 @@ TEST(Fit, NamesTheLeversThatFitInOrder) {
             0u)
       << tiny_budget.levers.back().what;
 
+  // On one rank under 2 GiB gpt2-small's model state (2.32 GiB) overflows
+  // and LoRA alone cures it: rank 8 on c_attn (768 -> 2304) and
+  // attn.c_proj (768 -> 768) in 12 layers.
+  const FitAnswer one = FitOf(gpt2, int64_t{2} << 30);
+  EXPECT_EQ(one.verdict, FitVerdict::kModelStateOverflow);
+  ASSERT_EQ(one.levers.size(), 1u);
+  const int64_t adapters = 12 * (8 * (768 + 2304) + 8 * (768 + 768));
+  EXPECT_NE(one.levers[0].what.find(
+                "(" + GroupedInteger(adapters) +
+                " of 124,882,176 parameters trained; model state 483 MiB "
+                "instead of 2.32 GiB)"),
+            std::string::npos)
+      << one.levers[0].what;
+  EXPECT_EQ(one.levers[0].flags,
+            "--lora-rank 8 --lora-targets c_attn,attn.c_proj");
+  EXPECT_LE(one.levers[0].peak_bytes, int64_t{2} << 30);
+  EXPECT_TRUE(one.levers[0].one_rank && one.levers[0].adapters);
+
   // mlp-tiny, activations over: a smaller micro-batch first, with the ranks
   // for the same global batch.
   const FitAnswer roomy = FitOf(kTiny, 1 << 20);
