@@ -285,6 +285,11 @@ std::string FormatSummaryTable(const std::vector<RankReport>& ranks) {
       << " parameters, " << world << " rank" << (world == 1 ? "" : "s") << " ("
       << first.context.backend << ", " << first.context.device
       << "), micro-batch " << first.micro_batch << " per rank, "
+      << (config.train.grad_accum > 1
+              ? std::to_string(config.train.grad_accum) +
+                    " micro-batches per optimizer step (gradient "
+                    "accumulation), "
+              : "")
       << config.train.steps << " steps\n"
       << "memprof: LibTorch " << first.context.libtorch_version << "; "
       << CudaSentence(first.context.cuda) << "\n"
