@@ -16,6 +16,13 @@ MEMPROF_TORCH_VERSION=2.11.0
 MEMPROF_TORCHRUN_WHEELS=(
   typing_extensions==4.15.0      # the one module torchrun needs besides torch
 )
+# What the Llama reference test (tests/models/llama_reference.py) imports
+# through torch: building a model on the meta device imports torch._dynamo,
+# which imports sympy.
+MEMPROF_REFERENCE_WHEELS=(
+  sympy==1.14.0
+  mpmath==1.3.0                  # sympy's one dependency
+)
 # What libtorch_cuda.so needs that the CUDA 13 toolkit lacks.
 MEMPROF_CUDA_WHEELS_WITH_TOOLKIT=(
   nvidia-cusparselt-cu13==0.8.0  # libcusparseLt.so.0
@@ -115,9 +122,10 @@ memprof_install_packages() {
       return 1; }
 }
 
-# The torch wheel, the nvidia-* wheels this machine needs and what torchrun
-# imports, without torch's other Python dependencies (the C++ build and run
-# need none of them), into a venv. The stamp holds the list it was made
+# The torch wheel, the nvidia-* wheels this machine needs, what torchrun
+# imports and what the Llama reference test imports, without torch's other
+# Python dependencies (the C++ build and run need none of them), into a
+# venv. The stamp holds the list it was made
 # from, so installing or removing the CUDA toolkit makes a new one.
 memprof_install_torch() {
   local wheels=("torch==${MEMPROF_TORCH_VERSION}") nvcc
@@ -126,7 +134,7 @@ memprof_install_torch() {
   else
     wheels+=("${MEMPROF_CUDA_WHEELS_WITHOUT_TOOLKIT[@]}")
   fi
-  wheels+=("${MEMPROF_TORCHRUN_WHEELS[@]}")
+  wheels+=("${MEMPROF_TORCHRUN_WHEELS[@]}" "${MEMPROF_REFERENCE_WHEELS[@]}")
   local stamp="$MEMPROF_TORCH_ENV/.memprof-installed"
   [ "$(cat "$stamp" 2>/dev/null)" = "${wheels[*]}" ] && return 0
   if [ -n "$nvcc" ]; then
