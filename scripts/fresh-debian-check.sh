@@ -51,9 +51,10 @@ debootstrap --variant=minbase bookworm "$root" "$mirror" \
 t1="$(seconds)"
 
 # What a user's machine has: its apt sources, its certificate bundle for
-# pip (a proxy that re-signs TLS needs it), a resolver, and a hosts file
-# naming localhost (every installed Debian has one; debootstrap writes
-# none, and torchrun --standalone connects to localhost).
+# pip (a proxy that re-signs TLS needs it), a resolver, and its hosts file,
+# naming localhost and the machine's own name (the root shares it; an
+# installed Debian has one, debootstrap writes none, and torchrun's workers
+# reach its rendezvous store by the machine's name).
 rm -f "$root/etc/apt/sources.list"
 cp /etc/apt/sources.list.d/*.sources "$root/etc/apt/sources.list.d/"
 if [ -n "${PIP_CERT:-}" ]; then
@@ -61,9 +62,7 @@ if [ -n "${PIP_CERT:-}" ]; then
   cp "$PIP_CERT" "$root/etc/ssl/pip-cert.pem"
 fi
 cp /etc/resolv.conf "$root/etc/resolv.conf"
-[ -s "$root/etc/hosts" ] ||
-  printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' \
-    > "$root/etc/hosts"
+cp /etc/hosts "$root/etc/hosts"
 git clone --quiet "$repo" "$root/root/memprof"
 head="$(git -C "$root/root/memprof" log -1 --format='%h %s' | cut -c1-100)"
 echo "== cloned HEAD: $head"
