@@ -14,6 +14,7 @@
 #include "profiler/cli/command_child.h"
 #include "profiler/cli/profile_child.h"
 #include "profiler/predict/fit.h"
+#include "profiler/predict/fit_search.h"
 #include "profiler/report/report_text.h"
 
 namespace memprof {
@@ -184,10 +185,12 @@ int RunFitCommand(const FitArgs& args) {
       why << "; micro-batch " << largest + 1 << " ran out of memory";
     }
     if (verdict == FitVerdict::kActivationOverflow) {
+      const GlobalBatchSplit split =
+          KeepGlobalBatch(answer.micro_batch, answer.world_size, largest);
       why << "; the requested micro-batch " << answer.micro_batch
-          << " does not fit: run it as micro-batch " << largest << " on "
-          << (answer.micro_batch * answer.world_size + largest - 1) / largest
-          << " ranks for the same global batch";
+          << " does not fit: run it as micro-batch " << split.micro_batch
+          << " on " << Plural(split.ranks, "rank")
+          << " for the same global batch";
     }
   }
   std::cout << "measured verdict: " << FitVerdictName(verdict) << ": "

@@ -22,6 +22,14 @@ RunConfig AtMicroBatch(RunConfig config, int64_t micro_batch) {
   return config;
 }
 
+// Note [Fit on a GPU]: the figure of `config`, predicted as `p`.
+int64_t FigureOf(const Prediction& p, const RunConfig& config,
+                 const FitDevice& device) {
+  if (!device.gpu) return p.Peak().Total();
+  return PredictOnCuda(p, config).peak_reserved +
+         device.outside_allocator_bytes;
+}
+
 // The figure of `changed` at micro-batch `b`, or the largest int64_t when
 // the lever makes a config the model refuses.
 int64_t FigureWith(const RunConfig& changed, int64_t b,
@@ -93,9 +101,11 @@ std::optional<FitLever> LoraLever(const RunConfig& config, const FitAnswer& a) {
   } else {
     return {};
   }
-  const int64_t peak = FigureWith(changed, a.micro_batch, a.device);
+  const std::optional<RunConfig> runnable = RunnableAt(changed, a.micro_batch);
+  if (!runnable) return {};
+  const Prediction p = PredictBusiestRank(*runnable);
+  const int64_t peak = FigureOf(p, *runnable, a.device);
   if (peak > a.budget_bytes) return {};
-  const Prediction p = PredictBusiestRank(AtMicroBatch(changed, a.micro_batch));
   return FitLever{"LoRA adapters, rank " + std::to_string(kFitLoraRank) +
                       " on " + changed.lora.targets + ", the base frozen (" +
                       GroupedInteger(p.trained_parameters) + " of " +
@@ -152,15 +162,13 @@ std::vector<FitLever> SameTrainingLevers(const RunConfig& config,
     return figure_with(changed);
   };
   if (!a.model_state_alone_overflows) {
-    if (a.largest_micro_batch > 0) {
-      const int64_t ranks = (b * a.world_size + a.largest_micro_batch - 1) /
-                            a.largest_micro_batch;
-      levers.push_back(
-          {"a smaller micro-batch per rank (" + std::to_string(ranks) +
-               " ranks keep the global batch)",
-           "--micro-batch " + std::to_string(a.largest_micro_batch) +
-               " --world-size " + std::to_string(ranks),
-           a.largest_peak_bytes});
+    if (a.split.micro_batch > 0) {
+      levers.push_back({"a smaller micro-batch per rank (" +
+                            std::to_string(a.split.ranks) +
+                            " ranks keep the global batch)",
+                        "--micro-batch " + std::to_string(a.split.micro_batch) +
+                            " --world-size " + std::to_string(a.split.ranks),
+                        a.split_peak_bytes});
     }
     if (std::optional<FitLever> accumulation = AccumulationLever(config, a)) {
       levers.push_back(std::move(*accumulation));
@@ -307,6 +315,15 @@ FitDevice FitDeviceOf(const RunConfig& config,
   return FitDevice{config.train.device == "cuda", outside_allocator_bytes};
 }
 
+GlobalBatchSplit KeepGlobalBatch(int64_t micro_batch, int64_t world_size,
+                                 int64_t largest_micro_batch) {
+  const int64_t samples = micro_batch * world_size;
+  for (int64_t b = std::min(largest_micro_batch, samples); b >= 1; --b) {
+    if (samples % b == 0) return {b, samples / b};
+  }
+  return {};
+}
+
 int64_t PredictedPeakAt(const RunConfig& config, int64_t micro_batch) {
   return PredictBusiestRank(AtMicroBatch(config, micro_batch)).Peak().Total();
 }
@@ -322,10 +339,7 @@ std::optional<RunConfig> RunnableAt(RunConfig config, int64_t micro_batch) {
 }
 
 int64_t FitFigure(const RunConfig& config, const FitDevice& device) {
-  const Prediction p = PredictBusiestRank(config);
-  if (!device.gpu) return p.Peak().Total();
-  return PredictOnCuda(p, config).peak_reserved +
-         device.outside_allocator_bytes;
+  return FigureOf(PredictBusiestRank(config), config, device);
 }
 
 FitAnswer ProgramFit(const Prediction& prediction, const RunConfig& config,
@@ -364,7 +378,7 @@ FitAnswer Fit(const RunConfig& config, int64_t budget_bytes,
   a.zero = requested.zero;
   const RunConfig at1 = AtMicroBatch(config, 1);
   const Prediction one = PredictBusiestRank(at1);
-  a.peak1_bytes = FitFigure(at1, device);
+  a.peak1_bytes = FigureOf(one, at1, device);
   auto fits = [&](int64_t b) {
     return FitFigure(AtMicroBatch(config, b), device) <= budget_bytes;
   };
@@ -372,6 +386,12 @@ FitAnswer Fit(const RunConfig& config, int64_t budget_bytes,
     a.largest_micro_batch = LargestThat(1, kLargestMicroBatch, fits);
     a.largest_peak_bytes =
         FitFigure(AtMicroBatch(config, a.largest_micro_batch), device);
+    a.split =
+        KeepGlobalBatch(a.micro_batch, a.world_size, a.largest_micro_batch);
+    a.split_peak_bytes =
+        a.split.micro_batch == a.largest_micro_batch
+            ? a.largest_peak_bytes
+            : FitFigure(AtMicroBatch(config, a.split.micro_batch), device);
   }
   a.model_state_alone_overflows = StateFigure(a) > budget_bytes;
   // Note [Fit verdicts]: micro-batch 1 over at its optimizer step is the
@@ -437,11 +457,10 @@ std::string FitVerdictSentence(const FitAnswer& a) {
       if (a.largest_micro_batch > 0) {
         out << "; the largest micro-batch per rank that fits is "
             << a.largest_micro_batch << " (" << HumanBytes(a.largest_peak_bytes)
-            << "): data parallelism at that micro-batch keeps the global "
-               "batch with "
-            << (a.micro_batch * a.world_size + a.largest_micro_batch - 1) /
-                   a.largest_micro_batch
-            << " ranks";
+            << "): data parallelism keeps the global batch at micro-batch "
+            << a.split.micro_batch << " on " << Plural(a.split.ranks, "rank")
+            << " (" << a.micro_batch * a.world_size
+            << " samples a micro-batch, as now)";
       } else {
         out << "even micro-batch 1" << peaks << HumanBytes(a.peak1_bytes)
             << per_rank

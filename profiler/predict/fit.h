@@ -105,6 +105,20 @@ struct FitDevice {
 // gpu for a train.device cuda config, with `outside_allocator_bytes`.
 FitDevice FitDeviceOf(const RunConfig& config, int64_t outside_allocator_bytes);
 
+// Note [Keeping the global batch]
+// A smaller micro-batch B' per rank keeps the global batch B N (B the
+// requested micro-batch, N the ranks; times the K micro-batches of an
+// optimizer step, unchanged) only where B' divides B N: then on B N / B'
+// ranks. The lever and the verdict name the largest such B' that is at
+// most the largest micro-batch that fits (B' = 1 always divides), never a
+// rounded-up world that would change the global batch.
+struct GlobalBatchSplit {
+  int64_t micro_batch = 0;  // 0: not even micro-batch 1 fits
+  int64_t ranks = 0;
+};
+GlobalBatchSplit KeepGlobalBatch(int64_t micro_batch, int64_t world_size,
+                                 int64_t largest_micro_batch);
+
 struct FitAnswer {
   FitVerdict verdict = FitVerdict::kFits;
   FitDevice device;
@@ -122,6 +136,11 @@ struct FitAnswer {
   int64_t peak1_bytes = 0;          // at micro-batch 1
   int64_t largest_micro_batch = 0;  // 0: not even 1 fits
   int64_t largest_peak_bytes = 0;
+  // Note [Keeping the global batch], and its figure per rank (at
+  // world_size: under ZeRO-1 more ranks would shard more, so an upper
+  // bound there).
+  GlobalBatchSplit split;
+  int64_t split_peak_bytes = 0;
   // At the requested micro-batch whatever the device: the predicted peak's
   // requested bytes and the allocator's predicted most reserved.
   int64_t requested_peak_bytes = 0;

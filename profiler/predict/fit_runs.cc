@@ -263,6 +263,8 @@ RunsFit FitRuns(std::vector<FitRunFigures> runs, int64_t budget_bytes,
       return figure(b, nullptr) <= budget_bytes;
     });
     a.largest_peak_bytes = figure(a.largest_micro_batch, nullptr);
+    a.split = KeepGlobalBatch(micro_batch, world_size, a.largest_micro_batch);
+    a.split_peak_bytes = figure(a.split.micro_batch, nullptr);
   }
   a.model_state_alone_overflows = a.model_state_bytes + outside > budget_bytes;
   const bool state_at_one =
@@ -297,14 +299,12 @@ RunsFit FitRuns(std::vector<FitRunFigures> runs, int64_t budget_bytes,
 
   // Note [Fit levers], those runs can price.
   if (a.verdict != FitVerdict::kFits) {
-    if (!a.model_state_alone_overflows && a.largest_micro_batch > 0) {
-      const int64_t ranks =
-          (micro_batch * world_size + a.largest_micro_batch - 1) /
-          a.largest_micro_batch;
+    if (!a.model_state_alone_overflows && a.split.micro_batch > 0) {
       a.levers.push_back({"a smaller micro-batch per rank: " +
-                              std::to_string(a.largest_micro_batch) + " on " +
-                              Plural(ranks, "rank") + " keeps the global batch",
-                          "", a.largest_peak_bytes});
+                              std::to_string(a.split.micro_batch) + " on " +
+                              Plural(a.split.ranks, "rank") +
+                              " keeps the global batch",
+                          "", a.split_peak_bytes});
     }
     const int64_t beyond_requested = a.peak_bytes - a.model_state_bytes;
     for (int k = 1; k <= 3 && world_size > 1 && zero_priced; ++k) {

@@ -158,14 +158,49 @@ TEST(Fit, NamesTheLeversThatFitInOrder) {
   EXPECT_TRUE(one.levers[0].one_rank && one.levers[0].adapters);
 
   // mlp-tiny, activations over: a smaller micro-batch first, with the ranks
-  // for the same global batch.
+  // for the same global batch (Note [Keeping the global batch]): one byte
+  // under micro-batch 8's peak the largest that fits is 7, which does not
+  // divide 8 samples; 4 on 2 ranks does (7 on 2 ranks would be 14).
   const FitAnswer roomy = FitOf(kTiny, 1 << 20);
   EXPECT_TRUE(roomy.levers.empty());
   const FitAnswer tight = FitOf(kTiny, roomy.peak_bytes - 1);
+  ASSERT_EQ(tight.largest_micro_batch, 7);
   ASSERT_FALSE(tight.levers.empty());
-  EXPECT_EQ(tight.levers[0].flags,
-            "--micro-batch " + std::to_string(tight.largest_micro_batch) +
-                " --world-size 2");
+  EXPECT_EQ(tight.levers[0].flags, "--micro-batch 4 --world-size 2");
+  EXPECT_EQ(tight.levers[0].peak_bytes,
+            PredictedPeakAt(
+                ParseFitArgs({"--config", kTiny, "--budget", "1"}).config, 4));
+  EXPECT_NE(FitVerdictSentence(tight).find(
+                "the largest micro-batch per rank that fits is 7 (" +
+                HumanBytes(tight.largest_peak_bytes) +
+                "): data parallelism keeps the global batch at micro-batch "
+                "4 on 2 ranks (8 samples a micro-batch, as now)"),
+            std::string::npos)
+      << FitVerdictSentence(tight);
+}
+
+// Note [Keeping the global batch]: B' divides B N, the largest such B' at
+// most the largest that fits; B' = 1 always does.
+TEST(Fit, KeepGlobalBatchNamesOnlyWorldsOfTheSameGlobalBatch) {
+  EXPECT_EQ(KeepGlobalBatch(8, 1, 7).micro_batch, 4);
+  EXPECT_EQ(KeepGlobalBatch(8, 1, 7).ranks, 2);
+  EXPECT_EQ(KeepGlobalBatch(8, 2, 3).micro_batch, 2);
+  EXPECT_EQ(KeepGlobalBatch(8, 2, 3).ranks, 8);
+  EXPECT_EQ(KeepGlobalBatch(6, 2, 4).micro_batch, 4);
+  EXPECT_EQ(KeepGlobalBatch(6, 2, 4).ranks, 3);
+  EXPECT_EQ(KeepGlobalBatch(7, 1, 5).micro_batch, 1);
+  EXPECT_EQ(KeepGlobalBatch(7, 1, 5).ranks, 7);
+  EXPECT_EQ(KeepGlobalBatch(8, 1, 0).micro_batch, 0);
+  for (int64_t b = 1; b <= 12; ++b) {
+    for (int64_t n = 1; n <= 4; ++n) {
+      for (int64_t largest = 1; largest < b; ++largest) {
+        const GlobalBatchSplit split = KeepGlobalBatch(b, n, largest);
+        EXPECT_EQ(split.micro_batch * split.ranks, b * n);
+        EXPECT_LE(split.micro_batch, largest);
+        EXPECT_GE(split.micro_batch, 1);
+      }
+    }
+  }
 }
 
 // Note [Accumulation lever]: an activation overflow that a smaller

@@ -155,13 +155,14 @@ TEST(FitRunsTest, Verdicts) {
   EXPECT_FALSE(optimizer.answer.model_state_alone_overflows);
   EXPECT_EQ(optimizer.answer.largest_micro_batch, 0);
   // Micro-batch 8 on 2 ranks over 5,000 B: the largest that fits is 3
-  // (4,100 + 900 B), and 6 ranks keep the global batch of 16.
+  // (4,100 + 900 B), which does not divide the global batch of 16; 2 on 8
+  // ranks keeps it (Note [Keeping the global batch]).
   const RunsFit activations = FitRuns({Synthetic(1), Synthetic(2)}, 5000, 8, 2);
   EXPECT_EQ(activations.answer.verdict, FitVerdict::kActivationOverflow);
   EXPECT_EQ(activations.answer.largest_micro_batch, 3);
   ASSERT_FALSE(activations.answer.levers.empty());
   EXPECT_EQ(activations.answer.levers[0].what,
-            "a smaller micro-batch per rank: 3 on 6 ranks keeps the global "
+            "a smaller micro-batch per rank: 2 on 8 ranks keeps the global "
             "batch");
   const std::string text = FormatRunsFit(activations, "cnn", true);
   EXPECT_NE(text.find("not priced: activation checkpointing, bf16 autocast, a "
