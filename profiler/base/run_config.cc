@@ -13,6 +13,10 @@ int64_t GlobalBatch(const RunConfig& c) {
   return MicroBatch(c) * c.ddp.world_size * c.train.grad_accum;
 }
 
+std::string ModelLabel(const RunConfig& c) {
+  return c.model == "program" ? c.program.name : c.model;
+}
+
 std::string DdpBackend(const RunConfig& c) {
   if (!c.ddp.backend.empty()) return c.ddp.backend;
   return c.train.device == "cuda" ? "nccl" : "gloo";

@@ -148,6 +148,10 @@ int64_t MicroBatch(const RunConfig& config);
 // grad_accum.
 int64_t GlobalBatch(const RunConfig& config);
 
+// The model's name in the reports: the config's model, or a program's own
+// name (SessionOptions::name) for a program's model.
+std::string ModelLabel(const RunConfig& config);
+
 // The collective backend: ddp.backend, or nccl on cuda and gloo on cpu.
 std::string DdpBackend(const RunConfig& config);
 

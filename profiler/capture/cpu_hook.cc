@@ -48,7 +48,7 @@ void HookDeleteForeign(void* record) {
 // The error LibTorch's device allocators raise when a device is full.
 [[noreturn]] void ThrowOutOfMemory(const OutOfMemory& failure, int64_t bytes) {
   C10_THROW_ERROR(OutOfMemoryError,
-                  "out of memory under memprof --memory-limit " +
+                  "out of memory under memprof's memory limit of " +
                       HumanBytes(failure.limit_bytes) + ". Tried to allocate " +
                       HumanBytes(bytes) + " (the first refusal: " +
                       HumanBytes(failure.requested_bytes) + " with " +

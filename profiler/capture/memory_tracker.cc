@@ -234,6 +234,7 @@ ResolveResult MemoryTracker::Resolve(const void* ptr, Category category,
   const size_t index = Find(ptr);
   if (index > mask_) return ResolveResult::kNotFound;
   Slot& slot = slots_[index];
+  if (slot.seq < begin_seq_) return ResolveResult::kBeforeSession;
   if (FlagsOfTag(slot.tagged) & kTagOwned) {
     return CategoryOfTag(slot.tagged) == category ? ResolveResult::kAlready
                                                   : ResolveResult::kConflict;

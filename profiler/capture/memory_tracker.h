@@ -129,7 +129,16 @@ struct Capture {
   OutOfMemory out_of_memory;  // seq -1 unless the limit refused a block
 };
 
-enum class ResolveResult { kResolved, kAlready, kNotFound, kConflict };
+// kBeforeSession: the block is live but was allocated before the session
+// began (a tensor made before it, under a hook installed earlier): in none
+// of the session's figures, so left as it is, as a block never seen.
+enum class ResolveResult {
+  kResolved,
+  kAlready,
+  kNotFound,
+  kConflict,
+  kBeforeSession
+};
 
 class MemoryTracker {
  public:

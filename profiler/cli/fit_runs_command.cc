@@ -73,8 +73,7 @@ ProgramRun MeasureAt(const FitArgs& args, const RunsForFit& runs,
           std::to_string(runs.world_size) + " --no-python PROGRAM ...)");
     }
     const RunConfig& config = first.context.config;
-    const std::string model =
-        config.model == "program" ? config.program.name : config.model;
+    const std::string model = ModelLabel(config);
     if (model != runs.model) {
       throw InputError(at + " ran " + model + ", but the runs are of " +
                        runs.model + ": give the command of the fitted program");

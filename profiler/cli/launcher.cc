@@ -50,6 +50,11 @@ struct Child {
 // waits: it stops every rank (SIGTERM, SIGKILL after the grace period),
 // reaps them and exits 128 + the signal (130, 143). A rank killed that way
 // writes nothing (its files are renamed into place whole, or not at all).
+// Sent to the whole process group (Ctrl-C in a terminal, `timeout`, a CI
+// cancel), the signal ends the ranks too, and the launcher may reap one of
+// them before it sees the signal: that rank is marked ended first, so that
+// stopping the others never waits for a pid already reaped (it used to,
+// for ever).
 // If the launcher itself is SIGKILLed, which cannot be caught, each rank
 // gets SIGKILL from the kernel (PR_SET_PDEATHSIG), so none outlives it to
 // write a report that looks complete.
@@ -154,9 +159,14 @@ bool ReapExited(std::vector<Child>& children, bool stopped) {
   for (Child& child : children) {
     if (!child.running) continue;
     int status = 0;
-    if (::waitpid(child.pid, &status, WNOHANG) == child.pid) {
+    const pid_t reaped = ::waitpid(child.pid, &status, WNOHANG);
+    if (reaped == child.pid && !WIFSTOPPED(status) && !WIFCONTINUED(status)) {
       child.running = false;
       child.ending = HowItEnded(status, stopped);
+    } else if (reaped < 0 && errno == ECHILD) {
+      // Reaped already (by the loop's waitpid(-1)): no longer a child to
+      // wait for, whatever else happens.
+      child.running = false;
     } else {
       any = true;
     }
@@ -269,6 +279,17 @@ int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
     // Polled, so that a stop signal arriving at any moment is seen within
     // 20 ms (a blocking wait could miss one that came just before it).
     const pid_t pid = ::waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED);
+    // Note [Launcher signals]: a signal sent to the whole process group
+    // (Ctrl-C, timeout, a CI cancel) also ends the ranks, and this waitpid
+    // may have just reaped one: mark it ended before stopping the others,
+    // or the stop would wait for it for ever.
+    if (pid > 0 && !WIFSTOPPED(status) && !WIFCONTINUED(status)) {
+      const int rank = RankOf(children, pid);
+      if (rank >= 0) {
+        children[rank].running = false;
+        children[rank].ending = HowItEnded(status, /*stopped=*/false);
+      }
+    }
     if (StopSignals::Received() != 0) {
       const int sig = StopSignals::Received();
       StopAll(children);

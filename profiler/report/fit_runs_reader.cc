@@ -39,11 +39,6 @@ std::map<std::string, std::string> ComparedConfig(const RunConfig& config) {
   return keys;
 }
 
-std::string ModelName(const RankReport& report) {
-  const RunConfig& config = report.context.config;
-  return config.model == "program" ? config.program.name : config.model;
-}
-
 }  // namespace
 
 FitRunFigures FiguresOfRun(const RunView& view) {
@@ -150,10 +145,12 @@ RunsForFit ReadRunsForFit(const std::vector<std::string>& dirs) {
       continue;
     }
     const std::string between = " in " + views.front().dir + " but ";
-    if (ModelName(report) != ModelName(*first)) {
-      throw InputError("--runs: different models: " + ModelName(*first) +
-                       between + ModelName(report) + " in " + dir +
-                       "; fit runs of one model");
+    if (ModelLabel(report.context.config) !=
+        ModelLabel(first->context.config)) {
+      throw InputError(
+          "--runs: different models: " + ModelLabel(first->context.config) +
+          between + ModelLabel(report.context.config) + " in " + dir +
+          "; fit runs of one model");
     }
     if (report.context.world_size != first->context.world_size) {
       throw InputError("--runs: different world sizes: " +
@@ -183,7 +180,7 @@ RunsForFit ReadRunsForFit(const std::vector<std::string>& dirs) {
     }
   }
   for (const RunView& view : views) out.runs.push_back(FiguresOfRun(view));
-  out.model = ModelName(views.front().ranks.front());
+  out.model = ModelLabel(views.front().ranks.front().context.config);
   out.program = views.front().ranks.front().context.config.model == "program";
   out.world_size = views.front().ranks.front().context.world_size;
   return out;

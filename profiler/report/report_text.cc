@@ -387,7 +387,8 @@ ReportTable OutOfMemoryTable(const RunView& view) {
   table.id = "out-of-memory";
   table.title = "Out of memory";
   table.caption =
-      "Live bytes by category when --memory-limit refused an allocation; the "
+      "Live bytes by category when memprof's memory limit refused an "
+      "allocation; the "
       "rank stopped there. The steps table lists the steps up to and "
       "including the one cut short; a rank that completed no steady-state "
       "step has no figures compared with the predictions.";
@@ -435,7 +436,7 @@ std::string OutOfMemoryMessage(const OutOfMemoryFigures& oom) {
                 "has " +
                     HumanBytes(oom.limit_bytes) + " of memory)"
               : " of the " + HumanBytes(oom.limit_bytes) + " (" +
-                    std::to_string(oom.limit_bytes) + " B) --memory-limit");
+                    std::to_string(oom.limit_bytes) + " B) memory limit");
 }
 
 std::string EndingOf(const std::string& killed_by) {
@@ -461,7 +462,7 @@ ReportText BuildReportText(const RunView& view) {
   ReportText text;
   const RankReport& first = view.ranks.front();
   text.title =
-      "memprof: " + first.context.config.model + ", " +
+      "memprof: " + ModelLabel(first.context.config) + ", " +
       (ModelBuilt(first) ? GroupedInteger(first.parameters) + " parameters"
                          : GroupedInteger(first.predicted_parameters) +
                                " parameters (predicted)") +

@@ -281,7 +281,7 @@ std::string FormatSummaryTable(const std::vector<RankReport>& ranks) {
   const RunConfig& config = first.context.config;
   const size_t world = ranks.size();
   std::ostringstream out;
-  out << "memprof: " << config.model << ", " << first.parameters
+  out << "memprof: " << ModelLabel(config) << ", " << first.parameters
       << " parameters, " << world << " rank" << (world == 1 ? "" : "s") << " ("
       << first.context.backend << ", " << first.context.device
       << "), micro-batch " << first.micro_batch << " per rank, "

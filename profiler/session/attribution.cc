@@ -20,6 +20,7 @@ int64_t ResolveOwnership(const std::vector<torch::Tensor>& tensors,
       case ResolveResult::kAlready:
         break;
       case ResolveResult::kNotFound:
+      case ResolveResult::kBeforeSession:
         ++misses.not_found;
         break;
       case ResolveResult::kConflict:

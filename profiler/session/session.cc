@@ -30,7 +30,9 @@ Session::~Session() {
     if (!impl_->is_program()) return;
     std::fprintf(stderr,
                  "memprof: the session was left by an exception: no reports "
-                 "written (catch it and call Finish() to write them)\n");
+                 "written (catch it and call Finish() to write them, or "
+                 "recover them from the capture with `memprof report --run "
+                 "DIR`)\n");
     return;
   }
   try {
@@ -98,8 +100,8 @@ Session::PhaseScope Session::Recompute() {
   return PhaseScope(impl_.get(), -1);
 }
 Session::NamedScope Session::Scope(const std::string& name) {
-  impl_->EnterScope(name);
-  return NamedScope(impl_.get());
+  const size_t depth = impl_->EnterScope(name);
+  return NamedScope(impl_.get(), depth);
 }
 
 void Session::Finish() { impl_->Finish(); }
@@ -128,11 +130,11 @@ Session::PhaseScope::~PhaseScope() noexcept(false) {
 }
 
 Session::NamedScope::NamedScope(NamedScope&& other) noexcept
-    : impl_(other.impl_) {
+    : impl_(other.impl_), depth_(other.depth_) {
   other.impl_ = nullptr;
 }
 Session::NamedScope::~NamedScope() noexcept(false) {
-  if (impl_ != nullptr) impl_->ExitScope(Unwinding());
+  if (impl_ != nullptr) impl_->ExitScope(depth_, Unwinding());
 }
 
 }  // namespace memprof

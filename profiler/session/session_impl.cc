@@ -22,12 +22,9 @@
 #include "profiler/capture/cuda_device.h"
 #include "profiler/capture/cuda_replay.h"
 #include "profiler/capture/memory_snapshot.h"
+#include "profiler/session/git_sha.h"  // generated: cmake/memprofGitSha.cmake
 #include "profiler/session/group_gather.h"
 #include "profiler/session/run_outputs.h"
-
-#ifndef MEMPROF_GIT_SHA
-#define MEMPROF_GIT_SHA "unknown"
-#endif
 
 namespace memprof {
 namespace {
@@ -171,6 +168,12 @@ SessionImpl::SessionImpl(SessionOptions options, SessionSetup setup)
       }
     }
     options_.memory_limit_bytes = MemoryLimitOf(options_);
+    if (options_.micro_batch < 0) {
+      throw UsageError("memprof::SessionOptions::micro_batch is " +
+                       std::to_string(options_.micro_batch) +
+                       "; give the samples per rank per step, or 0 to take "
+                       "it from the first tensor given to TrackInputs()");
+    }
     run_.device = setup_.config ? setup_.config->train.device : options_.device;
     if (run_.device != "cpu" && run_.device != "cuda") {
       throw UsageError("memprof::SessionOptions::device is \"" + run_.device +
@@ -211,7 +214,16 @@ SessionImpl::SessionImpl(SessionOptions options, SessionSetup setup)
       outputs = *setup_.outputs;
     } else {
       outputs.out_dir = OutDirOf(options_);
-      std::filesystem::create_directories(outputs.out_dir);
+      try {
+        std::filesystem::create_directories(outputs.out_dir);
+      } catch (const std::filesystem::filesystem_error& e) {
+        throw UsageError(
+            "memprof::Session: cannot make the reports' directory '" +
+            outputs.out_dir + "' (" + e.code().message() + ", from " +
+            (options_.out_dir.empty() ? "$MEMPROF_OUT or the default"
+                                      : "SessionOptions::out_dir") +
+            "); give a directory this process can write");
+      }
       setup_.outputs = outputs;
     }
     tracker_.BeginSession(
@@ -272,19 +284,32 @@ void SessionImpl::ResolveOrRefuse(const std::vector<torch::Tensor>& tensors,
     throw UsageError(
         std::string("memprof::Session::Track: ") + what + " '" + names[i] +
         "' was allocated before the session began, so its bytes are in no "
-        "figure: create the memprof::Session first thing in main, before "
-        "any tensor is made");
+        "figure: make it after the session begins (a program's "
+        "memprof::Session first thing in main, before any tensor; in a "
+        "test, the model inside the MemoryLimit's or LeakCheck's scope)");
   }
+}
+
+// Note [Tracked once]
+// A tensor reached twice (a tied weight registered under a second name, a
+// model tracked twice, a submodule tracked after its model, TrackParameters
+// of a parameter already tracked) is tracked once, under the first name it
+// was reached by, as PyTorch's named_parameters() counts a shared parameter
+// once: otherwise its bytes would be predicted twice and measured once.
+bool SessionImpl::FirstSight(const torch::Tensor& tensor) {
+  return tracked_.insert(tensor.unsafeGetTensorImpl()).second;
 }
 
 void SessionImpl::TrackModule(const torch::nn::Module& model) {
   std::vector<torch::Tensor> params, buffers;
   std::vector<std::string> param_names, buffer_names;
   for (const auto& item : model.named_parameters(/*recurse=*/true)) {
+    if (!FirstSight(item.value())) continue;
     param_names.push_back(item.key());
     params.push_back(item.value());
   }
   for (const auto& item : model.named_buffers(/*recurse=*/true)) {
+    if (!item.value().defined() || !FirstSight(item.value())) continue;
     buffer_names.push_back(item.key());
     buffers.push_back(item.value());
   }
@@ -302,12 +327,20 @@ void SessionImpl::TrackModule(const torch::nn::Module& model) {
 
 void SessionImpl::TrackParameters(const std::vector<torch::Tensor>& parameters,
                                   const std::string& name_prefix) {
+  std::vector<torch::Tensor> params;
   std::vector<std::string> names;
   for (size_t i = 0; i < parameters.size(); ++i) {
+    if (!parameters[i].defined()) {
+      throw UsageError("memprof::Session::TrackParameters: '" + name_prefix +
+                       "." + std::to_string(i) +
+                       "' is an undefined tensor; give defined parameters");
+    }
+    if (!FirstSight(parameters[i])) continue;
+    params.push_back(parameters[i]);
     names.push_back(name_prefix + "." + std::to_string(i));
   }
-  ResolveOrRefuse(parameters, names, Category::kWeights, 0, "parameter");
-  params_.insert(params_.end(), parameters.begin(), parameters.end());
+  ResolveOrRefuse(params, names, Category::kWeights, 0, "parameter");
+  params_.insert(params_.end(), params.begin(), params.end());
   param_names_.insert(param_names_.end(), names.begin(), names.end());
 }
 
@@ -445,6 +478,7 @@ void SessionImpl::BeginStep() {
 }
 
 void SessionImpl::EndStep(bool unwinding) {
+  if (finished_) return;  // Finish() after an out-of-memory error inside it
   StepRecord record;
   record.seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - step_start_)
@@ -456,20 +490,36 @@ void SessionImpl::EndStep(bool unwinding) {
   in_step_ = false;
   run_.step_records.push_back(record);
   if (unwinding) return;
-  const uint32_t needed =
-      (1u << OrderOf(Phase::kForward)) | (1u << OrderOf(Phase::kBackward));
-  if ((phases_seen_ & needed) != needed) {
+  const bool forward = phases_seen_ & (1u << OrderOf(Phase::kForward));
+  const bool backward = phases_seen_ & (1u << OrderOf(Phase::kBackward));
+  if (micro_batches_ == 0 || (phases_seen_ != 0 && !forward)) {
     throw UsageError(
         "memprof::Session: step " + std::to_string(step_) +
-        " ended without its Forward() and Backward() marks, so memprof "
-        "cannot tell activations from temporaries; open "
+        (micro_batches_ == 0
+             ? std::string(" ended without its Forward() and Backward() marks")
+             : " ended with micro-batch " + std::to_string(micro_batches_ + 1) +
+                   " begun (Inputs()) but without its Forward() and "
+                   "Backward() marks") +
+        ", so memprof cannot tell activations from temporaries; open "
         "`auto mark = session.Forward();` around the forward pass and "
         "session.Backward() around loss.backward()");
+  }
+  if (!backward) {
+    throw UsageError(
+        MissingBackward("step " + std::to_string(step_) + " ended"));
   }
   if (cuda_ != nullptr && step_ == 1) cuda_->Moment("step_1");
 }
 
 void SessionImpl::SetLoss(double loss) { loss_ = loss; }
+
+std::string SessionImpl::MissingBackward(const std::string& what) const {
+  return "memprof::Session: " + what + " after micro-batch " +
+         std::to_string(micro_batches_) +
+         "'s Forward() without its Backward(): every forward pass is "
+         "followed by its own Backward() mark around loss.backward(), before "
+         "the step's OptimizerStep()";
+}
 
 void SessionImpl::BeginPhase(Phase phase) {
   const bool in_loop = OrderOf(phase) >= 0;
@@ -509,6 +559,14 @@ void SessionImpl::BeginPhase(Phase phase) {
   const bool backward_without_forward =
       phase == Phase::kBackward &&
       (phases_seen_ & (1u << OrderOf(Phase::kForward))) == 0;
+  const bool forward_without_backward =
+      (phases_seen_ & (1u << OrderOf(Phase::kForward))) != 0 &&
+      (phases_seen_ & (1u << OrderOf(Phase::kBackward))) == 0;
+  if ((phase == Phase::kOptimizer || phase == Phase::kZeroGrad) &&
+      forward_without_backward) {
+    throw UsageError(
+        MissingBackward(MarkName(phase) + " in step " + std::to_string(step_)));
+  }
   if (in_loop &&
       ((phases_seen_ >> OrderOf(phase)) != 0 || backward_without_forward)) {
     throw UsageError("memprof::Session::" + MarkName(phase) + " in step " +
@@ -529,6 +587,7 @@ void SessionImpl::BeginPhase(Phase phase) {
 }
 
 void SessionImpl::EndPhase(Phase phase, bool unwinding) {
+  if (finished_) return;  // Finish() after an out-of-memory error inside it
   if (open_phase_ != phase) {
     if (unwinding) return;
     throw UsageError("memprof::Session: " + MarkName(phase) +
@@ -588,6 +647,7 @@ void SessionImpl::BeginRecompute() {
 
 void SessionImpl::EndRecompute(bool unwinding) {
   in_recompute_ = false;
+  if (finished_) return;
   if (unwinding) return;
   tracker_.ResolvePendingSince(recompute_from_seq_, Category::kActivations);
   recompute_seconds_ += std::chrono::duration<double>(
@@ -595,17 +655,33 @@ void SessionImpl::EndRecompute(bool unwinding) {
                             .count();
 }
 
-void SessionImpl::EnterScope(const std::string& name) {
+size_t SessionImpl::EnterScope(const std::string& name) {
   if (name.empty()) {
     throw UsageError("memprof::Session::Scope(\"\"): give the scope a name");
   }
+  if (finished_) {
+    throw UsageError("memprof::Session::Scope(\"" + name +
+                     "\"): the session has finished");
+  }
   scopes_.push_back(name);
   tracker_.EnterScope(name);
+  return scopes_.size();
 }
 
-void SessionImpl::ExitScope(bool unwinding) {
-  (void)unwinding;  // a scope's end is recorded either way
-  if (!scopes_.empty()) scopes_.pop_back();
+// A scope's end is recorded either way; ending one that is not the
+// innermost (a scope object moved out and destroyed early) would charge
+// the rest of the outer scope's blocks to the inner one, so it is refused
+// unless an exception is unwinding them anyway.
+void SessionImpl::ExitScope(size_t depth, bool unwinding) {
+  if (finished_ || scopes_.empty()) return;
+  if (depth != scopes_.size() && !unwinding) {
+    throw UsageError("memprof::Session: Scope(\"" + scopes_[depth - 1] +
+                     "\") ended while Scope(\"" + scopes_.back() +
+                     "\"), opened inside it, is still open: end named "
+                     "scopes innermost first (close the inner one's braces "
+                     "first)");
+  }
+  scopes_.pop_back();
   tracker_.ExitScope();
 }
 
@@ -659,7 +735,9 @@ RunConfig SessionImpl::ProgramConfig() const {
   for (const ConfigEntry& entry : EffectiveConfig(c)) {
     const std::string& k = entry.key;
     std::string from = "not used by a program";
-    if (k == "model" || k == "program.name") {
+    if (k == "model") {
+      from = "memprof::Session (the program's own model)";
+    } else if (k == "program.name") {
       from = "SessionOptions::name";
     } else if (k == "train.optimizer" || k == "train.lr" ||
                k == "train.momentum") {
@@ -792,6 +870,21 @@ Capture SessionImpl::EndCapture() {
 }
 
 void SessionImpl::Finish() {
+  // After the loop; an out-of-memory error caught inside a step leaves
+  // its scopes open, and Finish() then reports where it happened.
+  if (!finished_ && tracker_.out_of_memory().seq < 0) {
+    const std::string where =
+        open_phase_ != Phase::kIdle ? MarkName(open_phase_) + "'s scope"
+        : in_step_         ? "step " + std::to_string(step_) + "'s scope"
+        : !scopes_.empty() ? "Scope(\"" + scopes_.back() + "\")"
+                           : "";
+    if (!where.empty()) {
+      throw UsageError("memprof::Session::Finish() while " + where +
+                       " is still open: the step would be reported "
+                       "incomplete; end it first (Finish() comes after the "
+                       "loop)");
+    }
+  }
   const std::string out_dir = setup_.outputs->out_dir;
   RankRun run = FinishRun();
   RunOutputOptions output;

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include <memprof/memprof.h>
@@ -84,8 +85,10 @@ class SessionImpl {
   void EndPhase(Phase phase, bool unwinding);
   void BeginRecompute();
   void EndRecompute(bool unwinding);
-  void EnterScope(const std::string& name);
-  void ExitScope(bool unwinding);
+  // EnterScope returns the scope's depth (1: outermost), which ExitScope
+  // checks: scopes end innermost first.
+  size_t EnterScope(const std::string& name);
+  void ExitScope(size_t depth, bool unwinding);
 
   // A phase with no scope: memprof's set-up marks (model_init, ddp_init,
   // audit); returns the seq it begins at.
@@ -120,6 +123,9 @@ class SessionImpl {
 
  private:
   struct Tracked;
+  bool FirstSight(const torch::Tensor& tensor);  // Note [Tracked once]
+  // The refusal of a micro-batch's Forward() left without its Backward().
+  std::string MissingBackward(const std::string& what) const;
   void ResolveOrRefuse(const std::vector<torch::Tensor>& tensors,
                        const std::vector<std::string>& names, Category category,
                        uint8_t flags, const char* what);
@@ -139,6 +145,7 @@ class SessionImpl {
   bool program_objects_gone_ = false;
 
   // What the program tracked.
+  std::unordered_set<const c10::TensorImpl*> tracked_;
   std::vector<torch::Tensor> params_;
   std::vector<std::string> param_names_;
   std::vector<torch::Tensor> buffers_;

@@ -101,6 +101,12 @@ TEST(Child, FatalOverTheLimit) {
               ::testing::Test::HasFatalFailure() ? "yes" : "no");
 }
 
+TEST(Child, ModelMadeBeforeTheLimit) {
+  torch::nn::Linear net(64, 64);
+  memprof::testing::MemoryLimit limit("1MiB");
+  limit.session().Track(*net);
+}
+
 TEST(Child, NotASize) { memprof::testing::MemoryLimit limit("64 bananas"); }
 
 TEST(Child, TwoAtOnce) {

@@ -187,6 +187,14 @@ TEST(MemoryLimitTest, MisuseNamesTheRemedy) {
   EXPECT_TRUE(Has(r.output, R"("64 bananas" is not a size; write it as )"
                             R"("64MiB")"))
       << r.output;
+  // Note [Tracked before the session]: a model made before the limit is in
+  // none of its figures, so tracking it is refused, not counted as 0.
+  r = RunChild("--gtest_filter=Child.ModelMadeBeforeTheLimit");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(Has(r.output,
+                  "'weight' was allocated before the session began.*inside "
+                  "the MemoryLimit's or LeakCheck's scope"))
+      << r.output;
   r = RunChild("--gtest_filter=Child.TwoAtOnce");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(Has(r.output,

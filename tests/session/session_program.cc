@@ -8,6 +8,11 @@
 //   oom OUT         the same under a 64 KiB limit: the forward runs out;
 //                   caught, then Finish(): exit 3
 //   limit-from-env OUT  as oom, the limit left to $MEMPROF_MEMORY_LIMIT
+//   oom-uncaught OUT  as oom, the error left to leave the session's scope
+//                   (main catches it): exit 3, no report written
+//   tied OUT        the train loop with fc2.weight registered a second time
+//                   (a tied weight), the model tracked twice, fc1 and
+//                   fc2.weight once more: exit 0
 //   tensor-first    a tensor made before the session, then Track(model)
 //   two-sessions    a second session while the first exists
 //   phase-order     Backward() before Forward()
@@ -19,10 +24,17 @@
 //   no-finish OUT   a 2-step loop without Finish(): the session, declared
 //                   first, finishes after the model and optimizer are gone
 //   bad-device      SessionOptions::device "tpu"
+//   finish-in-step  Finish() inside a step, after its Backward()
+//   scope-order     Scope("a") ended while Scope("b") inside it is open
+//   forward-without-backward  a second micro-batch's Forward(), then
+//                   OptimizerStep() without its Backward()
+//   negative-micro-batch  SessionOptions::micro_batch -5
+//   unwritable-out  SessionOptions::out_dir under /dev/null
 // A misuse exits 4 after printing "usage: <the error>" on standard error.
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include <memprof/memprof.h>
 #include <torch/torch.h>
@@ -92,9 +104,14 @@ memprof::SessionOptions Options(int argc, char** argv) {
   options.name = "session-program";
   options.quiet = true;
   if (argc > 2) options.out_dir = argv[2];
-  if (std::strcmp(argv[1], "bad-device") == 0) options.device = "tpu";
+  const std::string what = argv[1];
+  if (what == "bad-device") options.device = "tpu";
   // Over the weights (12 KiB), under the model state with AdamW (47 KiB).
-  if (std::strcmp(argv[1], "oom") == 0) options.memory_limit_bytes = 40 << 10;
+  if (what == "oom" || what == "oom-uncaught") {
+    options.memory_limit_bytes = 40 << 10;
+  }
+  if (what == "negative-micro-batch") options.micro_batch = -5;
+  if (what == "unwritable-out") options.out_dir = "/dev/null/memprof-out";
   return options;
 }
 
@@ -107,6 +124,12 @@ int Run(const std::string& what, int argc, char** argv) {
   }
   memprof::Session session(Options(argc, argv));
   Net net;
+  if (what == "tied") {
+    net->register_parameter("fc2_weight_again", net->fc2->weight);
+    session.Track(*net);
+    session.Track(*net->fc1);
+    session.TrackParameters({net->fc2->weight});
+  }
   if (what == "frozen") {
     for (auto& p : net->fc1->parameters()) p.set_requires_grad(false);
     for (auto& p : net->norm->parameters()) p.set_requires_grad(false);
@@ -119,7 +142,7 @@ int Run(const std::string& what, int argc, char** argv) {
     return 0;
   }
   session.Track(optimizer);
-  if (what == "train" || what == "frozen") {
+  if (what == "train" || what == "frozen" || what == "tied") {
     Train(session, net, optimizer, 4);
     session.Finish();
     return 0;
@@ -127,6 +150,10 @@ int Run(const std::string& what, int argc, char** argv) {
   if (what == "accumulate") {
     Train(session, net, optimizer, 4, /*micro_batches=*/4);
     session.Finish();
+    return 0;
+  }
+  if (what == "oom-uncaught") {
+    Train(session, net, optimizer, 4);
     return 0;
   }
   if (what == "oom" || what == "limit-from-env") {
@@ -163,6 +190,20 @@ int Run(const std::string& what, int argc, char** argv) {
   } else if (what == "recompute-outside") {
     auto forward = session.Forward();
     auto recompute = session.Recompute();
+  } else if (what == "finish-in-step") {
+    { auto mark = session.Forward(); }
+    { auto mark = session.Backward(); }
+    session.Finish();
+  } else if (what == "scope-order") {
+    auto forward = session.Forward();
+    auto a = session.Scope("a");
+    auto b = session.Scope("b");
+    { auto moved = std::move(a); }  // a ends here, b still open
+  } else if (what == "forward-without-backward") {
+    { auto mark = session.Forward(); }
+    { auto mark = session.Backward(); }
+    { auto mark = session.Forward(); }
+    { auto mark = session.OptimizerStep(); }
   } else if (what != "no-marks") {
     std::fprintf(stderr, "unknown case %s\n", what.c_str());
     return 64;
@@ -182,5 +223,8 @@ int main(int argc, char** argv) {
   } catch (const memprof::UsageError& e) {
     std::fprintf(stderr, "usage: %s\n", e.what());
     return 4;
+  } catch (const c10::OutOfMemoryError& e) {
+    std::fprintf(stderr, "uncaught: %s\n", e.what());
+    return 3;
   }
 }

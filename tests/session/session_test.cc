@@ -183,6 +183,45 @@ TEST_F(SessionTest, OutOfMemoryIsReportedWhereItHappened) {
       << run.output;
 }
 
+// An out-of-memory error left to leave the session's scope: no report is
+// written, the message says how to recover them, and `memprof report --run`
+// does, from the capture the session leaves (Note [Post-mortem]).
+TEST_F(SessionTest, AnAbandonedSessionIsRecoveredFromItsCapture) {
+  const CommandResult run = RunProgram("oom-uncaught " + dir_.string());
+  ASSERT_EQ(run.exit_code, 3) << run.output;
+  EXPECT_NE(run.output.find("no reports written (catch it and call Finish() "
+                            "to write them, or recover them from the capture "
+                            "with `memprof report --run DIR`)"),
+            std::string::npos)
+      << run.output;
+  EXPECT_FALSE(std::filesystem::exists(RankReportPath(dir_.string(), 0)));
+  const CommandResult recovered = RunMemprof("report --run " + dir_.string());
+  EXPECT_EQ(recovered.exit_code, 0) << recovered.output;
+  const RankReport report = ReadRankReport(RankReportPath(dir_.string(), 0));
+  ASSERT_TRUE(report.post_mortem.has_value()) << recovered.output;
+}
+
+// Note [Tracked once]: a weight tied under a second name, the model
+// tracked twice, a submodule and a parameter tracked again: each counted
+// once, so the prediction is the plain model's, to the byte.
+TEST_F(SessionTest, ATensorTrackedTwiceIsCountedOnce) {
+  const CommandResult run = RunProgram("tied " + dir_.string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const RankReport report = ReadRankReport(RankReportPath(dir_.string(), 0));
+  const int64_t params = 32 * 64 + 64 + 64 + 64 + 64 * 10 + 10;
+  EXPECT_EQ(report.parameters, params);
+  EXPECT_EQ(report.predicted_parameters, params);
+  const int64_t weights = 4 * params + 4 * 128 + 8;
+  EXPECT_EQ(report.Of(Category::kWeights).peak_bytes, weights);
+  EXPECT_EQ(report.Of(Category::kWeights).predicted_bytes, weights);
+  EXPECT_EQ(report.Of(Category::kGradients).predicted_bytes, 4 * params);
+  EXPECT_EQ(report.Of(Category::kOptimizerState).peak_bytes, 8 * params);
+  EXPECT_EQ(report.Of(Category::kOptimizerState).predicted_bytes, 8 * params);
+  // The program's name titles the reports.
+  EXPECT_NE(ReadFile(dir_ / "report.md").find("memprof: session-program, "),
+            std::string::npos);
+}
+
 // SessionOptions::memory_limit_bytes left 0: the limit is
 // $MEMPROF_MEMORY_LIMIT's (what fit --measure sets for a program's runs).
 TEST_F(SessionTest, MemoryLimitFromTheEnvironment) {
@@ -256,7 +295,17 @@ INSTANTIATE_TEST_SUITE_P(
         Misuse{"rmsprop", "Adam, AdamW and SGD only"},
         Misuse{"recompute-outside", "Recompute() outside Backward()"},
         Misuse{"finish-twice", "Finish(): called twice"},
-        Misuse{"bad-device", "use \"cpu\" or \"cuda\""}),
+        Misuse{"bad-device", "use \"cpu\" or \"cuda\""},
+        Misuse{"finish-in-step", "Finish() while step 1's scope is still open"},
+        Misuse{"scope-order",
+               "Scope(\"a\") ended while Scope(\"b\"), opened inside it, "
+               "is still open"},
+        Misuse{"forward-without-backward",
+               "OptimizerStep() in step 1 after micro-batch 2's Forward() "
+               "without its Backward()"},
+        Misuse{"negative-micro-batch", "SessionOptions::micro_batch is -5"},
+        Misuse{"unwritable-out",
+               "cannot make the reports' directory '/dev/null/memprof-out'"}),
     [](const ::testing::TestParamInfo<Misuse>& info) {
       std::string name = info.param.name;
       for (char& c : name) {

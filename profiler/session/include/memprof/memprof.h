@@ -106,10 +106,12 @@ class Session {
   explicit Session(SessionOptions options = {});
   // memprof's own trainer: a session with what it adds (session_impl.h).
   explicit Session(std::unique_ptr<SessionImpl> impl);
-  // Finishes the session if Finish() was not called (an error is then
-  // printed to standard error, not thrown); left by an exception, it writes
-  // nothing: catch the exception (c10::OutOfMemoryError, say) and call
-  // Finish() to have the reports say where it happened.
+  // Finishes the session if Finish() was not called, writing the reports
+  // (an error doing so is printed to standard error, not thrown). Left by
+  // an exception, it writes no report: catch the exception
+  // (c10::OutOfMemoryError, say) and call Finish() to have the reports say
+  // where it happened, or recover them afterwards from the capture it
+  // leaves with `memprof report --run DIR`.
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -117,10 +119,13 @@ class Session {
   int rank() const;
   int world_size() const;
 
-  // --- What the program owns. Track each once, after making it. ---
+  // --- What the program owns. Track it after making it. ---
 
   // Every parameter and buffer of `model` (recursively): `weights`, and
-  // their .grad `gradients`. Named as named_parameters() names them.
+  // their .grad `gradients`. Named as named_parameters() names them. A
+  // tensor already tracked (a tied weight, a module tracked twice) is
+  // counted once, under its first name. One made before the session:
+  // UsageError.
   void Track(const torch::nn::Module& model);
   // Parameters that are no module's; `name_prefix` names them "prefix.0"...
   void TrackParameters(const std::vector<torch::Tensor>& parameters,
@@ -175,11 +180,14 @@ class Session {
   PhaseScope Recompute();
   // A named part of the model (for example "block.3"): the activations and
   // temporaries allocated inside are also counted to it, in the reports'
-  // "By scope" tables. Scopes nest ("encoder" then "encoder.block.3").
+  // "By scope" tables. Scopes nest ("encoder" then "encoder.block.3") and
+  // end innermost first (UsageError otherwise).
   NamedScope Scope(const std::string& name);
 
   // Ends the session and writes the reports (collective when a process
-  // group is tracked: every rank calls it). Once only.
+  // group is tracked: every rank calls it). Once only, after the loop:
+  // inside a step, a phase or a named scope it is a UsageError, unless an
+  // out-of-memory error was caught there.
   void Finish();
 
   // memprof's own layers (its trainer, <memprof/gtest.h>); not for programs.
@@ -230,8 +238,9 @@ class Session::NamedScope {
 
  private:
   friend class Session;
-  explicit NamedScope(SessionImpl* impl) : impl_(impl) {}
+  NamedScope(SessionImpl* impl, size_t depth) : impl_(impl), depth_(depth) {}
   SessionImpl* impl_;
+  size_t depth_;  // 1: the outermost open scope
 };
 
 }  // namespace memprof
