@@ -285,9 +285,12 @@ RunsFit FitRuns(std::vector<FitRunFigures> runs, int64_t budget_bytes,
     stages[1] = a.zero.stage1_bytes;
     stages[2] = a.zero.stage2_bytes;
     stages[3] = a.zero.stage3_bytes;
+    // At one rank ZeRO shards nothing: no stage is offered.
     for (int k = 3; k >= 1; --k) {
       a.zero_peak_bytes[k] = stages[k] + beyond_state;
-      if (a.zero_peak_bytes[k] <= budget_bytes) a.zero_stage = k;
+      if (world_size > 1 && a.zero_peak_bytes[k] <= budget_bytes) {
+        a.zero_stage = k;
+      }
     }
     auto zero3_fits = [&](int64_t n) {
       return ZeroOf(first, n).stage3_bytes + beyond_state <= budget_bytes;

@@ -325,6 +325,33 @@ TEST(Fit, ModelStateVerdictDoesNotDependOnTheNumberOfRanks) {
   EXPECT_NE(FitVerdictSentence(over8).find("ZeRO-"), std::string::npos);
 }
 
+// Note [ZeRO-1 as run]: the verdict offers ZeRO-1 on the figure memprof's
+// ZeRO-1 run is predicted at (its partition, the DDP buckets kept), not on
+// the ideal price without the buckets; and no stage at one rank.
+TEST(Fit, ZeroOneIsOfferedOnlyWhereItsRunFits) {
+  // mlp-tiny on 2 ranks under 200,000 B: the ideal ZeRO-1 price (162 KiB)
+  // fits, memprof's ZeRO-1 run does not; ZeRO-2 (priced) does.
+  const FitAnswer two = FitOf(kTiny, 200000, {"--world-size", "2"});
+  ASSERT_EQ(two.verdict, FitVerdict::kModelStateOverflow);
+  RunConfig zero1 = ParseFitArgs({"--config", kTiny, "--budget", "1",
+                                  "--world-size", "2", "--ddp.zero_stage", "1"})
+                        .config;
+  EXPECT_EQ(two.zero_peak_bytes[1], PredictedPeakAt(zero1, 1));
+  EXPECT_GT(two.zero_peak_bytes[1], 200000);
+  EXPECT_EQ(two.zero_stage, 2);
+  const std::string sentence = FitVerdictSentence(two);
+  EXPECT_EQ(sentence.find("ZeRO-1"), std::string::npos) << sentence;
+  EXPECT_NE(sentence.find("ZeRO-2 at 2 ranks would fit"), std::string::npos)
+      << sentence;
+  // One rank: ZeRO shards nothing, and is not offered as a stage.
+  const FitAnswer one = FitOf(kTiny, 250000, {"--world-size", "1"});
+  ASSERT_EQ(one.verdict, FitVerdict::kModelStateOverflow);
+  EXPECT_EQ(one.zero_stage, 0);
+  EXPECT_EQ(FitVerdictSentence(one).find("at 1 rank would fit"),
+            std::string::npos)
+      << FitVerdictSentence(one);
+}
+
 // Every byte figure `text` prints ("16.7 GiB", "21.1 GB", "512 B"), in order.
 std::vector<std::string> ByteFigures(const std::string& text) {
   static const std::regex kFigure(R"(\b\d+(\.\d+)? (B|KiB|MiB|GiB|TiB|GB)\b)");

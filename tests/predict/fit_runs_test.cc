@@ -148,6 +148,10 @@ TEST(FitRunsTest, Verdicts) {
   EXPECT_TRUE(state.answer.model_state_alone_overflows);
   EXPECT_EQ(state.answer.zero_peak_bytes[2], 2260);
   EXPECT_EQ(state.answer.zero_stage, 2);
+  // At one rank ZeRO shards nothing: no stage is offered.
+  const RunsFit alone = FitRuns({Synthetic(1), Synthetic(2)}, 3000, 1, 1);
+  EXPECT_EQ(alone.answer.verdict, FitVerdict::kModelStateOverflow);
+  EXPECT_EQ(alone.answer.zero_stage, 0);
   // Micro-batch 1 over at the optimizer step, no activation live: the
   // model state's overflow too.
   const RunsFit optimizer = FitRuns({Synthetic(1), Synthetic(2)}, 4505, 1, 1);
