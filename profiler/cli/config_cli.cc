@@ -165,8 +165,16 @@ ConfigFileText StoreConfigFile(const std::string& path,
     throw InputError(At(path, line_of(key)) + ": unknown key '" + key +
                      "'; see 'memprof " + command + " --help' for the keys");
   } catch (const po::invalid_config_file_syntax& e) {
-    throw InputError(path + ": " + e.what() +
+    throw InputError(At(path, LineReadAs(file, e.tokens())) + ": " + e.what() +
                      "; lines are 'key = value' or '[section]'");
+  } catch (const po::multiple_occurrences& e) {
+    const std::string key = e.get_option_name();
+    const auto again = file.repeat_lines.find(key);
+    throw InputError(At(path, again == file.repeat_lines.end()
+                                  ? line_of(key)
+                                  : again->second) +
+                     ": " + e.what() + " (first on line " +
+                     std::to_string(line_of(key)) + "); keep one of them");
   } catch (const po::error_with_option_name& e) {
     const std::string key = e.get_option_name();
     throw InputError(At(path, key.empty() ? 0 : line_of(key)) + ": " +
@@ -339,6 +347,25 @@ void DeriveGradAccum(const po::variables_map& cli, RunConfig& config) {
   config.origins["train.grad_accum"] =
       "global / (micro-batch x ranks): " + std::to_string(global) + " / " +
       std::to_string(micro * ranks);
+}
+
+// Note [Micro-batch from the global batch]
+// Where the global batch decides the micro-batch (a --global-batch flag
+// over the file's micro-batch, or the global batch alone), the config
+// records the micro-batch the run trains at, G / (N x K), with that
+// origin: it used to keep the file's value (8 where the run trained at 4),
+// in the effective config, the reports and the gate's comparison of
+// configs.
+void DeriveMicroBatch(RunConfig& config) {
+  if (config.train.global_batch <= 0) return;
+  const int64_t micro = MicroBatch(config);
+  if (micro == config.train.micro_batch) return;
+  config.train.micro_batch = micro;
+  config.origins["train.micro_batch"] =
+      "global / (ranks x accumulation): " +
+      std::to_string(config.train.global_batch) + " / (" +
+      std::to_string(config.ddp.world_size) + " x " +
+      std::to_string(config.train.grad_accum) + ")";
 }
 
 constexpr const char* kModelSections[] = {"mlp", "gpt", "llama", "resnet"};
@@ -516,6 +543,7 @@ bool ParseRunConfigWords(const std::vector<std::string>& words,
   RefuseOtherModels(config, cli, path, file);
   DeriveGradAccum(cli, config);
   ValidateWhere(config);
+  DeriveMicroBatch(config);
   RequireModelChoice(config, command, path.empty() ? hf.path : path);
   if (!hf.path.empty()) {
     for (const std::string& warning : HfConfigWarnings(hf, config)) {
@@ -958,6 +986,19 @@ SweepArgs ParseSweepArgs(const std::vector<std::string>& all_words) {
     throw InputError(
         "sweep: --global-batch G is required: each world size N "
         "runs at micro-batch G/N");
+  }
+  // Each point's micro-batch follows from G, N and K: a --micro-batch
+  // would be dropped (it used to be, while the console named it).
+  for (const std::string& word : words) {
+    for (const char* flag : {"--micro-batch", "--train.micro_batch"}) {
+      if (word == flag || word.rfind(std::string(flag) + "=", 0) == 0) {
+        throw InputError(
+            std::string("sweep: ") + flag +
+            " is not a sweep flag: each world size N runs at micro-batch "
+            "G/(N K) of --global-batch G (K: --grad-accum, 1 unless "
+            "given); drop it, and give --grad-accum K to accumulate");
+      }
+    }
   }
   for (int64_t n : args.world_sizes) {
     if (args.global_batch % n != 0) {

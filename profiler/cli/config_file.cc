@@ -1,5 +1,7 @@
 #include "profiler/cli/config_file.h"
 
+#include <algorithm>
+
 #include "profiler/base/errors.h"
 
 namespace memprof {
@@ -51,10 +53,29 @@ ConfigFileText ConfigFileTextOf(const std::string& path, std::string raw) {
     }
     std::string name = line.substr(first, line.find('=') - first);
     name.erase(name.find_last_not_of(" \t") + 1);
-    file.key_lines.emplace(section.empty() ? name : section + "." + name,
-                           number);
+    const std::string key = section.empty() ? name : section + "." + name;
+    if (!file.key_lines.emplace(key, number).second) {
+      file.repeat_lines.emplace(key, number);
+    }
   }
   return file;
+}
+
+int LineReadAs(const ConfigFileText& file, const std::string& invalid) {
+  int number = 0;
+  for (size_t begin = 0; begin < file.text.size();) {
+    size_t end = file.text.find('\n', begin);
+    if (end == std::string::npos) end = file.text.size();
+    std::string line = file.text.substr(begin, end - begin);
+    begin = end + 1;
+    ++number;
+    line.erase(std::min(line.find('#'), line.size()));
+    const size_t first = line.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    line = line.substr(first, line.find_last_not_of(" \t") - first + 1);
+    if (line == invalid) return number;
+  }
+  return 0;
 }
 
 }  // namespace memprof

@@ -21,6 +21,8 @@ struct ConfigFileText {
   std::string text;  // without the byte order mark, lines ending in "\n"
   // "section.key" (or "key" before any section) -> its first 1-based line.
   std::map<std::string, int> key_lines;
+  // A key given again -> the line of its second appearance.
+  std::map<std::string, int> repeat_lines;
   // Each "[section]" header with its 1-based line, in file order.
   std::vector<std::pair<std::string, int>> sections;
 };
@@ -28,5 +30,10 @@ struct ConfigFileText {
 // `raw`, the bytes of the file at `path` (named in errors): InputError for
 // a UTF-16 or UTF-32 file.
 ConfigFileText ConfigFileTextOf(const std::string& path, std::string raw);
+
+// The 1-based line of `file` that the INI parser read as `invalid` (its
+// text without a "#" comment, trimmed, as the parser quotes it in a syntax
+// error); 0 when no line is.
+int LineReadAs(const ConfigFileText& file, const std::string& invalid);
 
 }  // namespace memprof

@@ -93,6 +93,29 @@ TEST_F(ConfigCliTest, UnknownKeyNamesFileLineAndKey) {
   EXPECT_NE(error.find("unknown key 'mlp.width'"), std::string::npos) << error;
 }
 
+// A line the INI parser cannot read (no '=', an unclosed section, a colon
+// for '=') is named by its number; a key given twice by the line that
+// repeats it, with the first.
+TEST_F(ConfigCliTest, SyntaxErrorsAndRepeatedKeysNameTheirLine) {
+  for (const char* bad : {"junk here", "[mlp", "hidden: 3"}) {
+    const std::string path =
+        Write("bad.ini", std::string("model = mlp\n# a comment\n") + bad +
+                             "  # and one after\n[train]\nsteps = 3\n");
+    const std::string error = ErrorOf({"--config", path});
+    EXPECT_NE(error.find(path + ":3: "), std::string::npos) << error;
+    EXPECT_NE(error.find("lines are 'key = value' or '[section]'"),
+              std::string::npos)
+        << error;
+  }
+  const std::string twice = Write(
+      "twice.ini", "model = mlp\n[train]\nsteps = 3\nlr = 0.1\nsteps = 4\n");
+  const std::string error = ErrorOf({"--config", twice});
+  EXPECT_NE(error.find(twice + ":5: "), std::string::npos) << error;
+  EXPECT_NE(error.find("(first on line 3); keep one of them"),
+            std::string::npos)
+      << error;
+}
+
 TEST_F(ConfigCliTest, MalformedValueNamesFileLineAndKey) {
   const std::string path = Write("bad.ini", "[mlp]\nhidden = wide\n");
   const std::string error = ErrorOf({"--config", path});
@@ -249,8 +272,16 @@ TEST_F(ConfigCliTest, GlobalAndMicroBatchSetTheAccumulation) {
   const RunConfig global = parse({"--global-batch", "8", "--world-size", "2"});
   EXPECT_EQ(global.train.grad_accum, 1);
   EXPECT_EQ(MicroBatch(global), 4);
+  // Note [Micro-batch from the global batch]: the config records the
+  // micro-batch the run trains at, with where it came from.
+  const RunConfig derived =
+      parse({"--global-batch", "16", "--world-size", "2"});
+  EXPECT_EQ(derived.train.micro_batch, 8);
+  EXPECT_EQ(derived.origins.at("train.micro_batch"),
+            "global / (ranks x accumulation): 16 / (2 x 1)");
   const RunConfig split = parse({"--global-batch", "16", "--grad-accum", "2"});
   EXPECT_EQ(MicroBatch(split), 8);
+  EXPECT_EQ(split.train.micro_batch, 8);
   // Both in the file; the file's global batch with a --micro-batch flag.
   const std::string both =
       Write("both.ini", std::string(kGood) + "global_batch = 16\n");
@@ -570,6 +601,30 @@ TEST_F(ConfigCliTest, ASweepPointGivenTwiceIsRefused) {
                       "twice; give each stage once"),
             std::string::npos);
   EXPECT_EQ(error_of("1,2", "0,1"), "");
+}
+
+// Each sweep point's micro-batch is G/(N K): a --micro-batch would be
+// dropped, so it is refused, naming --grad-accum for accumulation.
+TEST_F(ConfigCliTest, ASweepRefusesAMicroBatch) {
+  const std::string path = Write("good.ini", kGood);
+  for (const std::vector<std::string>& flag :
+       std::vector<std::vector<std::string>>{{"--micro-batch", "2"},
+                                             {"--micro-batch=2"},
+                                             {"--train.micro_batch", "2"}}) {
+    std::vector<std::string> words = {
+        "--config", path, "--global-batch", "8", "--world-sizes", "1,2"};
+    words.insert(words.end(), flag.begin(), flag.end());
+    try {
+      ParseSweepArgs(words);
+      ADD_FAILURE() << flag[0] << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(
+                    "is not a sweep flag: each world size N runs at "
+                    "micro-batch G/(N K)"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(FindKeyLine, TracksSections) {
