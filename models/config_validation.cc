@@ -164,11 +164,16 @@ void RequireCountable(const RunConfig& c) {
               std::to_string(LargestCountableWorld(c)) + " ranks");
     }
   } catch (const SizeOverflow& e) {
-    throw InputError("the " + c.model +
-                     " model these sizes describe is too large for memprof "
-                     "to count in bytes: " +
-                     e.what() +
-                     " (Note [Countable sizes]); choose smaller sizes");
+    // The micro-batch is one of the sizes, and often the one given last.
+    const auto origin = c.origins.find("train.micro_batch");
+    throw InputError(
+        "the " + c.model + " model these sizes describe, at micro-batch " +
+        std::to_string(MicroBatch(c)) +
+        (origin == c.origins.end() ? std::string()
+                                   : " (" + origin->second + ")") +
+        ", is too large for memprof to count in bytes: " + e.what() +
+        " (Note [Countable sizes]); choose smaller sizes or a smaller "
+        "micro-batch");
   }
 }
 

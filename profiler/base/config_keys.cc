@@ -204,7 +204,8 @@ std::vector<ConfigKey> BuildTable() {
       {"train.seed",
        MEMPROF_FIELD(train.seed),
        {},
-       "random seed (rank r draws its data from seed + r)"},
+       "random seed (the weights on every rank; rank r draws its data from "
+       "seed + 1 + r)"},
       {"train.freeze",
        MEMPROF_FIELD(train.freeze),
        {},

@@ -10,7 +10,7 @@ bool CanFill(const RunConfig& config, Category c) {
     case Category::kDdpBuckets:
       return !config.ddp.gradient_as_bucket_view;
     case Category::kOptimizerState:
-      return config.train.optimizer != "sgd" || config.train.momentum > 0;
+      return KeepsMoments(config.train) || config.train.momentum > 0;
     default:
       return true;
   }

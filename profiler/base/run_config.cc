@@ -13,6 +13,10 @@ int64_t GlobalBatch(const RunConfig& c) {
   return MicroBatch(c) * c.ddp.world_size * c.train.grad_accum;
 }
 
+bool KeepsMoments(const TrainConfig& train) {
+  return train.optimizer == "adam" || train.optimizer == "adamw";
+}
+
 std::string ModelLabel(const RunConfig& c) {
   return c.model == "program" ? c.program.name : c.model;
 }

@@ -82,7 +82,7 @@ struct TrainConfig {
   std::string activation_checkpointing = "none";
   std::string device = "cpu";  // cpu | cuda (local rank r on cuda:r)
   bool zero_grad_set_to_none = false;
-  int64_t seed = 0;  // rank r draws its data from seed + r
+  int64_t seed = 0;  // rank r draws its data from seed + 1 + r
   // Comma list of parameter-name prefixes whose parameters are frozen (no
   // gradient, no optimizer state, no bucket space); "" freezes none
   // (profiler/base/frozen_parameters.h).
@@ -147,6 +147,11 @@ int64_t MicroBatch(const RunConfig& config);
 // Samples per optimizer step over all ranks: micro-batch * world_size *
 // grad_accum.
 int64_t GlobalBatch(const RunConfig& config);
+
+// Adam and AdamW keep two moments per trained parameter; SGD keeps a
+// momentum buffer when train.momentum > 0; "none" (a program's session that
+// tracks no optimizer) keeps nothing memprof can count.
+bool KeepsMoments(const TrainConfig& train);
 
 // The model's name in the reports: the config's model, or a program's own
 // name (SessionOptions::name) for a program's model.

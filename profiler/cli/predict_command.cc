@@ -93,6 +93,9 @@ std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
              " rerun copies), most live at once";
     case Category::kOptimizerState: {
       const bool sgd = config.train.optimizer == "sgd";
+      if (config.train.optimizer == "none") {
+        return "0: no optimizer tracked";
+      }
       if (sgd && config.train.momentum == 0) {
         return "0: SGD without momentum keeps no state";
       }

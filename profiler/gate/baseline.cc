@@ -21,6 +21,15 @@ void ReadCategories(const JsonReader& reader, const Json& parent,
                     const std::string& where, RankFigures& figures) {
   const Json& categories = reader.Object(parent, where, "categories");
   const std::string path = JsonPath(where, "categories");
+  // A category memprof does not know (a hand-edited or mistyped name)
+  // would otherwise be ignored, and gate nothing.
+  for (const auto& [name, entry] : categories.items()) {
+    if (!CategoryFromName(name)) {
+      reader.Fail(JsonPath(path, name),
+                  "not a category memprof knows (misspelt?): a baseline "
+                  "holds the categories memprof baseline writes");
+    }
+  }
   for (Category c : kAllCategories) {
     const std::string name(CategoryName(c));
     if (IsLaterCategory(c) && !categories.contains(name)) continue;

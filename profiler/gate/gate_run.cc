@@ -7,6 +7,8 @@
 #include <fstream>
 #include <iostream>
 
+#include <unistd.h>
+
 #include "profiler/base/atomic_file.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/regular_file.h"
@@ -120,10 +122,28 @@ void RequireCheckOutputs(const CheckOptions& options,
                          const std::string& run_dir) {
   const std::pair<const char*, const std::string*> outputs[] = {
       {"--markdown", &options.markdown_path}, {"--json", &options.json_path}};
+  if (!options.markdown_path.empty() &&
+      options.markdown_path == options.json_path) {
+    throw InputError("--markdown and --json both name " +
+                     options.markdown_path +
+                     ": the JSON would replace the Markdown; give each its "
+                     "own path");
+  }
   for (const auto& [flag, path] : outputs) {
     if (path->empty()) continue;
     RequireOutsideRun(flag, *path, run_dir);
+    // Checked here, before the run is read or trained, not when the
+    // table is written at the end.
+    const fs::path parent = fs::path(*path).parent_path();
+    const std::string dir = parent.empty() ? "." : parent.string();
     std::error_code error;
+    if (!fs::is_directory(dir, error) || ::access(dir.c_str(), W_OK) != 0) {
+      throw InputError(std::string(flag) + " " + *path + ": its directory '" +
+                       dir + "' " +
+                       (fs::is_directory(dir, error) ? "is not writable"
+                                                     : "does not exist") +
+                       "; create it or choose another path");
+    }
     if (fs::equivalent(*path, options.baseline_path, error)) {
       throw InputError(std::string(flag) + " " + *path +
                        ": that is the baseline the run is checked against, "

@@ -45,7 +45,7 @@ class Sequence {
 
 CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
   const SizeTable& table = p.table;
-  const bool adam = config.train.optimizer != "sgd";
+  const bool adam = KeepsMoments(config.train);
   // With gradient_as_bucket_view the gradients are views of the buckets.
   const bool own_gradients = !config.ddp.gradient_as_bucket_view;
   // The trained parameter rows (Note [Frozen parameters]): step 1's one

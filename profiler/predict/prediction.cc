@@ -15,8 +15,8 @@ namespace {
 // momentum buffer (x1, created in step 1 as a clone of the gradient), or
 // nothing without momentum.
 int64_t OptimizerStateMultiplier(const TrainConfig& train) {
-  if (train.optimizer != "sgd") return 2;
-  return train.momentum > 0 ? 1 : 0;
+  if (KeepsMoments(train)) return 2;
+  return train.momentum > 0 ? 1 : 0;  // SGD's buffer; none: nothing
 }
 
 // Note [Predicted on a GPU]
@@ -219,7 +219,7 @@ Prediction PredictFromTable(const RunConfig& config, SizeTable table,
       Phase::kOptimizer,
       "optimizer step: two temporaries the size of the largest parameter",
       state, sizes.Of(4),
-      config.train.optimizer == "sgd" || largest_owned == 0
+      !KeepsMoments(config.train) || largest_owned == 0
           ? 0
           : 2 * sizes.Of(largest_owned));
 
@@ -313,6 +313,7 @@ std::string BytesPerParameterNote(const RunConfig& config) {
   const TrainConfig& t = config.train;
   const std::string optimizer = t.optimizer == "adam"    ? "Adam"
                                 : t.optimizer == "adamw" ? "AdamW"
+                                : t.optimizer == "none"  ? "no optimizer"
                                 : t.momentum > 0         ? "momentum SGD"
                                                          : "SGD";
   const std::string dtype = t.dtype == "float32" ? "fp32"
@@ -320,10 +321,11 @@ std::string BytesPerParameterNote(const RunConfig& config) {
                                 ? "fp32 + bf16 autocast"
                                 : "bf16";
   const std::string state =
-      t.optimizer != "sgd" ? std::to_string(b.optimizer) + " for the moments"
+      KeepsMoments(t) ? std::to_string(b.optimizer) + " for the moments"
       : t.momentum > 0
           ? std::to_string(b.optimizer) + " for the momentum buffer"
-          : "0 for the optimizer (no state)";
+      : t.optimizer == "none" ? "0 for the optimizer (none tracked)"
+                              : "0 for the optimizer (no state)";
   std::string note = dtype + " + " + optimizer + ": " +
                      std::to_string(b.weights) +
                      " each for weights and gradients, " + state + ", " +

@@ -341,7 +341,18 @@ std::string FormatSummaryTable(const std::vector<RankReport>& ranks) {
     out << "on a GPU (rank 0): " << CudaReplaySentence(*first.cuda_replay)
         << "\n";
   }
-  return out.str();
+  // No line ends in the padding of an empty last column (bytes/P of the
+  // rows without one): piped to a file, the table carries no trailing
+  // spaces.
+  std::string text = out.str();
+  for (size_t end = text.find('\n'); end != std::string::npos;
+       end = text.find('\n', end + 1)) {
+    size_t begin = end;
+    while (begin > 0 && text[begin - 1] == ' ') --begin;
+    text.erase(begin, end - begin);
+    end = begin;
+  }
+  return text;
 }
 
 }  // namespace memprof

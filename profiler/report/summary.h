@@ -68,7 +68,7 @@ std::string CudaReplaySentence(const CudaReplay& replay);
 std::string CudaSentence(const CudaContext& cuda);
 
 // One row per category, one column per rank, then the peak and the
-// redundancy audit in words.
+// redundancy audit in words; no line has trailing spaces.
 std::string FormatSummaryTable(const std::vector<RankReport>& ranks);
 
 }  // namespace memprof

@@ -715,7 +715,7 @@ RunConfig SessionImpl::ProgramConfig() const {
   c.train.global_batch =
       run_.micro_batch * run_.world_size * c.train.grad_accum;
   c.train.steps = step_;
-  c.train.optimizer = optimizer_name_.empty() ? "sgd" : optimizer_name_;
+  c.train.optimizer = optimizer_name_.empty() ? "none" : optimizer_name_;
   c.train.momentum = momentum_;
   c.train.lr = lr_;
   const bool bf16 =

@@ -401,6 +401,9 @@ TEST_F(RegressionGateTest, MalformedBaselinesAreBadInputNamingFileAndReason) {
   ASSERT_FALSE(good.empty());
   Json negative = Json::parse(good);
   negative["ranks"][0]["categories"]["weights"]["measured_bytes"] = -4;
+  Json unknown = Json::parse(good);
+  unknown["ranks"][0]["categories"]["weigths"] =
+      unknown["ranks"][0]["categories"]["weights"];
   const std::pair<std::string, std::string> cases[] = {
       {Write("truncated.json", good.substr(0, good.size() / 2)), "truncated"},
       {Write("empty.json", ""), "truncated"},
@@ -410,6 +413,8 @@ TEST_F(RegressionGateTest, MalformedBaselinesAreBadInputNamingFileAndReason) {
        "major version 2 of memprof.baseline; this memprof reads version 1"},
       {Write("negative.json", negative.dump()),
        "ranks[0].categories.weights.measured_bytes"},
+      {Write("unknown.json", unknown.dump()),
+       "ranks[0].categories.weigths: not a category memprof knows"},
       {Path("missing.json"), "No such file"},
       {dir_.string(), "is a directory"},
   };
@@ -561,6 +566,32 @@ TEST_F(RegressionGateTest, ProfileWithABadBaselineFailsBeforeTraining) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find(bad + ": the file ends early"), std::string::npos)
       << r.output;
+  EXPECT_FALSE(fs::exists(Path("run")));
+}
+
+// --markdown and --json are checked before training: a directory that does
+// not exist, and the two flags naming one file, are bad input at once.
+TEST_F(RegressionGateTest,
+       ProfileWithAnUnwritableCheckOutputFailsBeforeTraining) {
+  const std::string baseline = std::string(kBaselines) + "/mlp-tiny-ws1.json";
+  const CommandResult missing = RunMemprof(
+      std::string("profile --config ") + kTiny + " --out " + Path("run") +
+      " --check " + baseline + " --markdown " + Path("no/such/dir/c.md"));
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_NE(missing.output.find("--markdown " + Path("no/such/dir/c.md") +
+                                ": its directory '" + Path("no/such/dir") +
+                                "' does not exist"),
+            std::string::npos)
+      << missing.output;
+  EXPECT_FALSE(fs::exists(Path("run")));
+  const CommandResult same =
+      RunMemprof(std::string("profile --config ") + kTiny + " --out " +
+                 Path("run") + " --check " + baseline + " --markdown " +
+                 Path("c.out") + " --json " + Path("c.out"));
+  EXPECT_EQ(same.exit_code, 2) << same.output;
+  EXPECT_NE(same.output.find("--markdown and --json both name"),
+            std::string::npos)
+      << same.output;
   EXPECT_FALSE(fs::exists(Path("run")));
 }
 

@@ -62,9 +62,9 @@ std::string ErrorOf(const SizeKey& size, const std::string& value) {
 TEST(SizeBounds, EverySizeKeyAtTheInt64EdgeIsRefusedByName) {
   const std::string flag_prefix = "--";
   for (const SizeKey& size : kSizeKeys) {
-    for (const int64_t value : {std::numeric_limits<int64_t>::max(),
-                                std::numeric_limits<int64_t>::max() - 1,
-                                size.bound + 1}) {
+    for (const int64_t value :
+         {std::numeric_limits<int64_t>::max(),
+          std::numeric_limits<int64_t>::max() - 1, size.bound + 1}) {
       const std::string error = ErrorOf(size, std::to_string(value));
       EXPECT_NE(error.find(flag_prefix + size.key), std::string::npos)
           << size.key << " = " << value << ": " << error;
@@ -73,8 +73,7 @@ TEST(SizeBounds, EverySizeKeyAtTheInt64EdgeIsRefusedByName) {
           << size.key << " = " << value << ": " << error;
     }
     // One past int64: the parser refuses it, naming the flag.
-    const std::string beyond =
-        ErrorOf(size, "9223372036854775808");  // 2^63
+    const std::string beyond = ErrorOf(size, "9223372036854775808");  // 2^63
     EXPECT_NE(beyond.find(flag_prefix + size.key), std::string::npos)
         << size.key << ": " << beyond;
   }
@@ -91,7 +90,8 @@ TEST(SizeBounds, AtItsBoundEveryKeyIsCountedOrRefusedNeverNegative) {
       continue;
     }
     const Prediction p = Predict(config);
-    for (const PredictedMoment* moment : {&p.early_backward, &p.optimizer_step}) {
+    for (const PredictedMoment* moment :
+         {&p.early_backward, &p.optimizer_step}) {
       for (const int64_t bytes : moment->bytes) {
         EXPECT_GE(bytes, 0) << size.key;
         EXPECT_LE(bytes, kMaxCountableBytes) << size.key;
@@ -112,6 +112,17 @@ TEST(SizeBounds, AWidthWhoseProductOverflowsIsRefusedAsUncountable) {
       << error;
   EXPECT_NE(error.find("'layers.2.weight' [H, H]"), std::string::npos) << error;
   EXPECT_NE(error.find("H = mlp.hidden"), std::string::npos) << error;
+}
+
+// A micro-batch flag that makes the activations uncountable is named with
+// its origin: the sizes are the file's, the overflow the flag's.
+TEST(SizeBounds, AnUncountableMicroBatchNamesItsFlag) {
+  const std::string error =
+      ErrorOf({"gpt-tiny", "micro-batch", kDimension}, "2147483647");
+  EXPECT_NE(error.find("at micro-batch 2147483647 (--micro-batch), is too "
+                       "large for memprof to count"),
+            std::string::npos)
+      << error;
 }
 
 }  // namespace

@@ -362,6 +362,7 @@ TEST(ReportFiles, SummaryTableShowsTheCategoriesTheRunCanFill) {
   };
   const std::string fp32 = FormatSummaryTable(view.ranks);
   EXPECT_FALSE(has_row(fp32, "weight_casts")) << fp32;
+  EXPECT_EQ(fp32.find(" \n"), std::string::npos) << "a trailing space";
   EXPECT_TRUE(has_row(fp32, "ddp_buckets")) << fp32;
 
   std::vector<RankReport> ranks = view.ranks;

@@ -10,6 +10,7 @@
 //   limit-from-env OUT  as oom, the limit left to $MEMPROF_MEMORY_LIMIT
 //   oom-uncaught OUT  as oom, the error left to leave the session's scope
 //                   (main catches it): exit 3, no report written
+//   no-optimizer OUT  the train loop without Track(optimizer): exit 0
 //   tied OUT        the train loop with fc2.weight registered a second time
 //                   (a tied weight), the model tracked twice, fc1 and
 //                   fc2.weight once more: exit 0
@@ -139,6 +140,11 @@ int Run(const std::string& what, int argc, char** argv) {
   if (what == "rmsprop") {
     torch::optim::RMSprop rmsprop(net->parameters(), 1e-3);
     session.Track(rmsprop);
+    return 0;
+  }
+  if (what == "no-optimizer") {
+    Train(session, net, optimizer, 4);
+    session.Finish();
     return 0;
   }
   session.Track(optimizer);

@@ -222,6 +222,23 @@ TEST_F(SessionTest, ATensorTrackedTwiceIsCountedOnce) {
             std::string::npos);
 }
 
+// An optimizer left untracked: the reports say so ("none", no state
+// predicted), and its state is the unattributed bytes that show it.
+TEST_F(SessionTest, AnUntrackedOptimizerIsNoneNotSgd) {
+  const CommandResult run = RunProgram("no-optimizer " + dir_.string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const RankReport report = ReadRankReport(RankReportPath(dir_.string(), 0));
+  EXPECT_EQ(report.context.config.train.optimizer, "none");
+  EXPECT_EQ(report.Of(Category::kOptimizerState).predicted_bytes, 0);
+  const int64_t params = 32 * 64 + 64 + 64 + 64 + 64 * 10 + 10;
+  EXPECT_EQ(report.Of(Category::kUnattributed).end_bytes, 8 * params);
+  const std::string markdown = ReadFile(dir_ / "report.md");
+  EXPECT_NE(markdown.find("| train.optimizer | none | no optimizer tracked |"),
+            std::string::npos)
+      << markdown;
+  EXPECT_EQ(markdown.find("SGD"), std::string::npos) << markdown;
+}
+
 // SessionOptions::memory_limit_bytes left 0: the limit is
 // $MEMPROF_MEMORY_LIMIT's (what fit --measure sets for a program's runs).
 TEST_F(SessionTest, MemoryLimitFromTheEnvironment) {
