@@ -19,6 +19,7 @@
 #include "profiler/cli/profile_child.h"
 #include "profiler/cli/report_command.h"
 #include "profiler/cli/sweep_command.h"
+#include "profiler/session/git_sha.h"  // generated: cmake/memprofGitSha.cmake
 
 namespace {
 
@@ -36,6 +37,7 @@ constexpr const char* kUsage =
     "  fit --runs DIR1,DIR2 --budget 80G [--measure --command CMD]\n"
     "  sweep --config FILE --world-sizes 1,2,4 --global-batch G [--out DIR]\n"
     "  help [COMMAND]\n"
+    "  --version\n"
     "run 'memprof help COMMAND' (or 'memprof COMMAND --help') for its "
     "options, each with its default and choices\n";
 
@@ -93,6 +95,11 @@ int Main(const std::vector<std::string>& words) {
   if (words.empty() || words[0] == "--help" || words[0] == "-h") {
     std::cout << kUsage;
     return words.empty() ? kExitBadInput : kExitOk;
+  }
+  if (words.size() == 1 && (words[0] == "--version" || words[0] == "version")) {
+    std::cout << "memprof " << MEMPROF_VERSION << " (git " << MEMPROF_GIT_SHA
+              << ")\n";
+    return kExitOk;
   }
   if (words[0] == "help") {
     if (words.size() == 1 || (words.size() == 2 && words[1] == "help")) {

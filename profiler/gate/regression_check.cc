@@ -10,6 +10,7 @@
 #include "profiler/base/human_bytes.h"
 #include "profiler/base/text_table.h"
 #include "profiler/gate/baseline_search.h"
+#include "profiler/report/rank_report.h"
 
 namespace memprof {
 namespace fs = std::filesystem;
@@ -242,11 +243,14 @@ std::string MismatchRemedy(const std::vector<ContextDifference>& differences,
         fs::exists(dir / name, error)) {
       name = fs::path(name).stem().string() + "-new.json";
     }
+    // `profile --check` refuses before training: there is no run yet.
+    const bool run_written = fs::exists(RankReportPath(run_origin, 0), error);
     text += "No baseline in " +
             (dir.empty() ? std::string(".") : dir.string()) +
-            " holds this run's config: create one under a new name: memprof "
-            "baseline --run " +
-            run_origin + " --out " + (dir / name).string() + ".";
+            " holds this run's config: create one under a new name: " +
+            (run_written ? "" : "profile it without --check, then ") +
+            "memprof baseline --run " + run_origin + " --out " +
+            (dir / name).string() + ".";
   }
   if (!hard && !model_changed) {
     text += " If the change is meant to change " + baseline_origin +

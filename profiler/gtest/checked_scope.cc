@@ -47,7 +47,13 @@ void CheckedScope::SetLimit(int64_t limit_bytes) { limit_bytes_ = limit_bytes; }
 
 void CheckedScope::SetCategoryLimit(memprof::Category category,
                                     int64_t limit_bytes) {
-  category_limit_bytes_[Index(category)] = limit_bytes;
+  int64_t& limit = category_limit_bytes_[Index(category)];
+  if (limit != 0) {
+    throw UsageError("memprof::testing::" + helper_ + "::Category(\"" +
+                     std::string(CategoryName(category)) +
+                     "\") is given twice; give each category one limit");
+  }
+  limit = limit_bytes;
 }
 
 void CheckedScope::Report(const std::string& message) const {

@@ -188,5 +188,18 @@ TEST(Help, HelpCommandListsTheCommandsAndPrintsEachOnesHelp) {
       << unknown.output;
 }
 
+// The version and the commit the binary was built at (read at build time,
+// not at configure time).
+TEST(Help, VersionNamesTheReleaseAndTheCommit) {
+  for (const char* word : {"--version", "version"}) {
+    const CommandResult r = RunMemprof(word);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(std::regex_search(
+        r.output, std::regex("^memprof [0-9]+\\.[0-9]+\\.[0-9]+ \\(git "
+                             "([0-9a-f]{12}|unknown)\\)\n$")))
+        << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace memprof

@@ -411,6 +411,12 @@ TEST_F(RegressionCheckRemedy, AChangedKeyOfTheSameModelMayRewriteTheBaseline) {
   EXPECT_NE(message.find("--out " + (dir_ / "mlp-tiny-ws1-new.json").string()),
             std::string::npos)
       << message;
+  // No run is written yet (profile --check refuses before training): the
+  // remedy makes it first.
+  EXPECT_NE(message.find("create one under a new name: profile it without "
+                         "--check, then memprof baseline --run out/run"),
+            std::string::npos)
+      << message;
   EXPECT_NE(message.find("gate what it costs with --allow-config-change, then "
                          "rewrite it: memprof baseline --run out/run --out " +
                          mlp),

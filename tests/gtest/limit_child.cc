@@ -107,6 +107,11 @@ TEST(Child, ModelMadeBeforeTheLimit) {
   limit.session().Track(*net);
 }
 
+TEST(Child, ACategoryLimitedTwice) {
+  memprof::testing::MemoryLimit limit("1MiB");
+  limit.Category("activations", "64KiB").Category("activations", "128KiB");
+}
+
 TEST(Child, NotASize) { memprof::testing::MemoryLimit limit("64 bananas"); }
 
 TEST(Child, TwoAtOnce) {

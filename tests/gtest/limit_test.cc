@@ -195,6 +195,12 @@ TEST(MemoryLimitTest, MisuseNamesTheRemedy) {
                   "'weight' was allocated before the session began.*inside "
                   "the MemoryLimit's or LeakCheck's scope"))
       << r.output;
+  r = RunChild("--gtest_filter=Child.ACategoryLimitedTwice");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(Has(r.output,
+                  "MemoryLimit::Category\\(\"activations\"\\) is "
+                  "given twice; give each category one limit"))
+      << r.output;
   r = RunChild("--gtest_filter=Child.TwoAtOnce");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(Has(r.output,

@@ -65,8 +65,9 @@
 // operator allocated a block, so a Scope() around the code says where) and
 // what to do. Nothing is printed when the checks pass.
 //
-// Misuse (a limit memprof cannot read, an unknown category, a second scope
-// inside the first) throws memprof::UsageError naming the remedy, which
+// Misuse (a limit memprof cannot read, an unknown category or one limited
+// twice, a second scope inside the first, tracking a model made before the
+// scope) throws memprof::UsageError naming the remedy, which
 // GoogleTest reports as the test's failure.
 #pragma once
 
@@ -110,7 +111,8 @@ class MemoryLimit {
   MemoryLimit& operator=(const MemoryLimit&) = delete;
 
   // A limit on one category's own highest live bytes inside the scope
-  // ("activations", "weights", ...: the names of memprof's reports).
+  // ("activations", "weights", ...: the names of memprof's reports); once
+  // per category (a second limit on it: UsageError).
   MemoryLimit& Category(const std::string& category, const std::string& limit);
   MemoryLimit& Category(const std::string& category, int64_t limit_bytes);
   // Also checks for leaks, as a LeakCheck would.
