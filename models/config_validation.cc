@@ -419,6 +419,13 @@ void ValidateRunConfig(const RunConfig& c) {
         "train.momentum",
         "train.momentum must be in [0, 1), got " + Describe(c.train.momentum));
   }
+  // Sizes are positive; the seed is the one integer that may be 0.
+  if (c.train.seed < 0 || c.train.seed > std::numeric_limits<int32_t>::max()) {
+    throw ConfigError("train.seed",
+                      "train.seed must be in [0, 2147483647], "
+                      "got " +
+                          std::to_string(c.train.seed));
+  }
   if (c.train.momentum != 0 && c.train.optimizer != "sgd") {
     throw ConfigError("train.momentum",
                       "train.momentum is sgd's; " + c.train.optimizer +

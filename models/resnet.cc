@@ -25,14 +25,13 @@ ResnetBlockImpl::ResnetBlockImpl(bool bottleneck, int64_t in, int64_t width,
   struct Spec {
     int64_t in, out, kernel, stride;
   };
-  std::vector<Spec> specs;
-  int64_t out = width;
-  if (bottleneck) {
-    out = 4 * width;
-    specs = {{in, width, 1, 1}, {width, width, 3, stride}, {width, out, 1, 1}};
-  } else {
-    specs = {{in, width, 3, stride}, {width, width, 3, 1}};
-  }
+  const int64_t out = bottleneck ? 4 * width : width;
+  const std::vector<Spec> specs =
+      bottleneck
+          ? std::vector<Spec>{{in, width, 1, 1},
+                              {width, width, 3, stride},
+                              {width, out, 1, 1}}
+          : std::vector<Spec>{{in, width, 3, stride}, {width, width, 3, 1}};
   for (size_t i = 0; i < specs.size(); ++i) {
     const Spec& s = specs[i];
     const std::string n = std::to_string(i + 1);

@@ -84,8 +84,13 @@ int64_t SizeRow::Bytes() const {
 
 void SizeTable::Add(std::string name, RowKind kind, std::vector<int64_t> shape,
                     std::string terms, Dtype dtype) {
-  rows.push_back(SizeRow{std::move(name), kind, std::move(shape),
-                         std::move(terms), dtype});
+  SizeRow row;
+  row.name = std::move(name);
+  row.kind = kind;
+  row.shape = std::move(shape);
+  row.terms = std::move(terms);
+  row.dtype = dtype;
+  rows.push_back(std::move(row));
   try {
     (void)rows.back().Bytes();  // Note [Countable sizes]
   } catch (const SizeOverflow& e) {

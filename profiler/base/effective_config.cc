@@ -30,7 +30,7 @@ std::vector<ConfigEntry> EffectiveConfig(const RunConfig& config) {
                     config.lora.alpha != no_adapters.alpha ||
                     config.lora.dropout != no_adapters.dropout ||
                     config.lora.targets != no_adapters.targets;
-  for (const std::string section :
+  for (const std::string& section :
        {config.model, std::string("train"), std::string("ddp"),
         std::string(lora ? "lora" : "")}) {
     if (section.empty()) continue;

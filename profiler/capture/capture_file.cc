@@ -133,7 +133,9 @@ void CaptureWriter::Spill() {
   ++spilled_;
   __atomic_store_n(reinterpret_cast<int64_t*>(map_ + kSpilledOffset), spilled_,
                    __ATOMIC_RELEASE);
-  std::memset(window_, 0, bytes);
+  // The window is the file's mapped bytes, zeroed as bytes: a record's
+  // commit word reads 0 until the record is written whole.
+  std::memset(static_cast<void*>(window_), 0, bytes);
   window_ = cursor_ = reinterpret_cast<Record*>(map_ + RingOffset(spilled_));
   end_ = window_ + kWindowRecords;
 }

@@ -163,11 +163,13 @@ int RunFitRunsCommand(const FitArgs& args) {
         << (confirmed ? "runs out of memory" : "ran to completion");
   }
   std::cout << "measured: " << why.str() << ": "
-            << (confirmed ? "the largest micro-batch per rank that fits is " +
-                                std::to_string(largest) + ", as predicted"
-                          : "not as predicted (largest micro-batch " +
-                                std::to_string(largest) +
-                                "); fit from runs nearer the budget")
+            << (confirmed && largest == 0
+                    ? std::string("no micro-batch fits, as predicted")
+                : confirmed ? "the largest micro-batch per rank that fits is " +
+                                  std::to_string(largest) + ", as predicted"
+                            : "not as predicted (largest micro-batch " +
+                                  std::to_string(largest) +
+                                  "); fit from runs nearer the budget")
             << "\n";
   return confirmed && fits ? kExitOk : kExitCheckFailed;
 }

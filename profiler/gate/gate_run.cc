@@ -157,7 +157,12 @@ int GateRun(const Baseline& baseline, const RunFigures& run,
   const CheckReport report =
       CompareWithBaseline(baseline, options.baseline_path, run, run_dir,
                           options.tolerances, options.allow_config_change);
-  std::cout << FormatCheckTable(report, options.only_changed) << std::flush;
+  std::cout << FormatCheckTable(report, options.only_changed);
+  if (options.strict && report.regressed == 0 && report.improved > 0) {
+    std::cout << "FAILED (--strict): " << report.improved
+              << " figure(s) shrank beyond their tolerance\n";
+  }
+  std::cout << std::flush;
   const std::string markdown =
       FormatCheckMarkdown(report, options.only_changed);
   if (!options.markdown_path.empty()) {

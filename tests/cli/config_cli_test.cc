@@ -363,6 +363,13 @@ TEST_F(ConfigCliTest, BadFlagsAndValuesAreRejected) {
             std::string::npos);
   const std::string path = Write("syntax.ini", "[mlp]\njust words\n");
   EXPECT_NE(ErrorOf({"--config", path}).find(path), std::string::npos);
+  for (const char* seed : {"-1", "2147483648"}) {
+    EXPECT_NE(
+        ErrorOf({"--config", Write("good.ini", kGood), "--train.seed", seed})
+            .find("train.seed must be in [0, 2147483647], got"),
+        std::string::npos)
+        << seed;
+  }
 }
 
 // Boost would take a flag's unambiguous prefix as the flag: --micro 2 would

@@ -391,7 +391,11 @@ TEST_F(RegressionGateTest, OneUnitWiderFailsOnModelStateByThePredictedBytes) {
   EXPECT_EQ(
       Row(Read(Path("i.json")), "weights", "measured_bytes", 0)["verdict"],
       "improved");
-  EXPECT_EQ(RunMemprof(back + " --strict").exit_code, 1);
+  EXPECT_EQ(r.output.find("FAILED"), std::string::npos) << r.output;
+  const CommandResult strict = RunMemprof(back + " --strict");
+  EXPECT_EQ(strict.exit_code, 1);
+  EXPECT_NE(strict.output.find("FAILED (--strict): "), std::string::npos)
+      << strict.output;
 }
 
 TEST_F(RegressionGateTest, MalformedBaselinesAreBadInputNamingFileAndReason) {
