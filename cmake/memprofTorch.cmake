@@ -67,8 +67,15 @@ else()
   set(MEMPROF_TOOLKIT_FOUND OFF)
 endif()
 
+set(MEMPROF_TORCH_NOT_FOUND "LibTorch not found: add the torch package folder \
+to CMAKE_PREFIX_PATH (the torch Python package's own folder, which holds \
+share/cmake/Torch: python3 -c 'import torch, os; \
+print(os.path.dirname(torch.__file__))')")
 if(MEMPROF_TOOLKIT_FOUND)
-  find_package(Torch REQUIRED)
+  find_package(Torch QUIET)
+  if(NOT Torch_FOUND)
+    message(FATAL_ERROR "${MEMPROF_TORCH_NOT_FOUND}")
+  endif()
   if(MEMPROF_CUDA STREQUAL "ON" AND NOT CAFFE2_USE_CUDA)
     message(FATAL_ERROR "MEMPROF_CUDA=ON, but the LibTorch at "
       "${TORCH_INSTALL_PREFIX} was built without CUDA: point "
@@ -86,10 +93,7 @@ else()
     HINTS ${Torch_DIR} PATHS ${CMAKE_PREFIX_PATH} ENV CMAKE_PREFIX_PATH
     PATH_SUFFIXES share/cmake/Torch NO_DEFAULT_PATH)
   if(NOT MEMPROF_TORCH_CMAKE_DIR)
-    message(FATAL_ERROR "LibTorch not found: add the torch package folder "
-      "to CMAKE_PREFIX_PATH (the torch Python package's own folder, which "
-      "holds share/cmake/Torch: python3 -c 'import torch, os; "
-      "print(os.path.dirname(torch.__file__))')")
+    message(FATAL_ERROR "${MEMPROF_TORCH_NOT_FOUND}")
   endif()
   get_filename_component(TORCH_INSTALL_PREFIX
     "${MEMPROF_TORCH_CMAKE_DIR}/../../.." ABSOLUTE)
