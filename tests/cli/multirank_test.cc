@@ -433,27 +433,36 @@ FILE* StartLongRun(const std::string& out, std::vector<pid_t>& ranks,
   return pipe;
 }
 
+// Starts a long 2-rank run, sends `sig` after `after` to the launcher alone
+// or to its whole process group, and checks that it exits 128 + sig with
+// every rank gone and no report written.
+void SignalALongRun(const std::string& out, int sig, bool whole_group,
+                    std::chrono::milliseconds after) {
+  std::vector<pid_t> ranks;
+  std::string output;
+  FILE* pipe = StartLongRun(out, ranks, output, whole_group);
+  ASSERT_NE(pipe, nullptr);
+  ASSERT_EQ(ranks.size(), 2u) << output;
+  const pid_t launcher = ParentOf(ranks[0]);
+  ASSERT_GT(launcher, 1);
+  if (whole_group) ASSERT_EQ(::getpgid(ranks[0]), launcher);
+  std::this_thread::sleep_for(after);  // training
+  ASSERT_EQ(::kill(whole_group ? -launcher : launcher, sig), 0);
+  char line[4096];
+  while (std::fgets(line, sizeof line, pipe) != nullptr) output += line;
+  const int status = ::pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + sig) << output;
+  for (pid_t rank : ranks) EXPECT_TRUE(Gone(rank)) << rank;
+  EXPECT_FALSE(fs::exists(fs::path(out) / "rank-0.json")) << output;
+  EXPECT_FALSE(fs::exists(fs::path(out) / "summary.json")) << output;
+}
+
 TEST_F(MultiRankTest, ASignalToTheLauncherStopsEveryRank) {
   for (const int sig : {SIGTERM, SIGINT}) {
     SCOPED_TRACE(::strsignal(sig));
-    const std::string out = Out(std::string("sig") + std::to_string(sig));
-    std::vector<pid_t> ranks;
-    std::string output;
-    FILE* pipe = StartLongRun(out, ranks, output);
-    ASSERT_NE(pipe, nullptr);
-    ASSERT_EQ(ranks.size(), 2u) << output;
-    const pid_t launcher = ParentOf(ranks[0]);
-    ASSERT_GT(launcher, 1);
-    std::this_thread::sleep_for(std::chrono::seconds(2));  // training
-    ASSERT_EQ(::kill(launcher, sig), 0);
-    char line[4096];
-    while (std::fgets(line, sizeof line, pipe) != nullptr) output += line;
-    const int status = ::pclose(pipe);
-    ASSERT_TRUE(WIFEXITED(status)) << output;
-    EXPECT_EQ(WEXITSTATUS(status), 128 + sig) << output;
-    for (pid_t rank : ranks) EXPECT_TRUE(Gone(rank)) << rank;
-    EXPECT_FALSE(fs::exists(fs::path(out) / "rank-0.json")) << output;
-    EXPECT_FALSE(fs::exists(fs::path(out) / "summary.json")) << output;
+    SignalALongRun(Out(std::string("sig") + std::to_string(sig)), sig,
+                   /*whole_group=*/false, std::chrono::seconds(2));
   }
 }
 
@@ -466,24 +475,9 @@ TEST_F(MultiRankTest, ASignalToTheWholeGroupStopsEveryRank) {
     for (int attempt = 0; attempt < 3; ++attempt) {
       SCOPED_TRACE(std::string(::strsignal(sig)) + ", attempt " +
                    std::to_string(attempt));
-      const std::string out =
-          Out("group" + std::to_string(sig) + "-" + std::to_string(attempt));
-      std::vector<pid_t> ranks;
-      std::string output;
-      FILE* pipe = StartLongRun(out, ranks, output, /*own_group=*/true);
-      ASSERT_NE(pipe, nullptr);
-      ASSERT_EQ(ranks.size(), 2u) << output;
-      const pid_t launcher = ParentOf(ranks[0]);
-      ASSERT_GT(launcher, 1);
-      ASSERT_EQ(::getpgid(ranks[0]), launcher);
-      std::this_thread::sleep_for(std::chrono::seconds(1));  // training
-      ASSERT_EQ(::kill(-launcher, sig), 0);
-      char line[4096];
-      while (std::fgets(line, sizeof line, pipe) != nullptr) output += line;
-      const int status = ::pclose(pipe);
-      ASSERT_TRUE(WIFEXITED(status)) << output;
-      EXPECT_EQ(WEXITSTATUS(status), 128 + sig) << output;
-      for (pid_t rank : ranks) EXPECT_TRUE(Gone(rank)) << rank;
+      SignalALongRun(
+          Out("group" + std::to_string(sig) + "-" + std::to_string(attempt)),
+          sig, /*whole_group=*/true, std::chrono::seconds(1));
     }
   }
 }

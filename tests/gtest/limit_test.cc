@@ -9,6 +9,7 @@
 #include <regex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "tests/run_command.h"
@@ -182,31 +183,27 @@ TEST(MemoryLimitTest, AMainOfOnesOwnInstallsTheHookFirst) {
 }
 
 TEST(MemoryLimitTest, MisuseNamesTheRemedy) {
-  CommandResult r = RunChild("--gtest_filter=Child.NotASize");
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(Has(r.output, R"("64 bananas" is not a size; write it as )"
-                            R"("64MiB")"))
-      << r.output;
-  // Note [Tracked before the session]: a model made before the limit is in
-  // none of its figures, so tracking it is refused, not counted as 0.
-  r = RunChild("--gtest_filter=Child.ModelMadeBeforeTheLimit");
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(Has(r.output,
-                  "'weight' was allocated before the session began.*inside "
-                  "the MemoryLimit's or LeakCheck's scope"))
-      << r.output;
-  r = RunChild("--gtest_filter=Child.ACategoryLimitedTwice");
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(Has(r.output,
-                  "MemoryLimit::Category\\(\"activations\"\\) is "
-                  "given twice; give each category one limit"))
-      << r.output;
-  r = RunChild("--gtest_filter=Child.TwoAtOnce");
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(Has(r.output,
-                  "a memprof session is already open in this "
-                  "process .*call NoLeaks\\(\\) on the MemoryLimit"))
-      << r.output;
+  const std::pair<const char*, const char*> cases[] = {
+      {"NotASize", R"("64 bananas" is not a size; write it as "64MiB")"},
+      // Note [Tracked before the session]: a model made before the limit
+      // is in none of its figures, so tracking it is refused, not counted
+      // as 0.
+      {"ModelMadeBeforeTheLimit",
+       "'weight' was allocated before the session began.*inside the "
+       "MemoryLimit's or LeakCheck's scope"},
+      {"ACategoryLimitedTwice",
+       "MemoryLimit::Category\\(\"activations\"\\) is given twice; give "
+       "each category one limit"},
+      {"TwoAtOnce",
+       "a memprof session is already open in this process .*call "
+       "NoLeaks\\(\\) on the MemoryLimit"},
+  };
+  for (const auto& [test, pattern] : cases) {
+    const CommandResult r =
+        RunChild(std::string("--gtest_filter=Child.") + test);
+    EXPECT_EQ(r.exit_code, 1) << test << ": " << r.output;
+    EXPECT_TRUE(Has(r.output, pattern)) << test << ": " << r.output;
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // profiled through <memprof/memprof.h> alone, and its misuses.
 #include <filesystem>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -19,6 +20,24 @@ CommandResult RunProgram(const std::string& args) {
 
 class SessionTest : public TempDirTest {};
 
+// The session program's Net: fc1 32x64+64, norm 64+64, fc2 64x10+10.
+constexpr int64_t kNetParameters = 32 * 64 + 64 + 64 + 64 + 64 * 10 + 10;
+
+// Weights (the parameters and BatchNorm's buffers: 2 x 64 floats and one
+// int64), and the gradients and AdamW state of `trained` parameters,
+// measured and predicted to the byte.
+void ExpectModelState(const RankReport& report, int64_t trained) {
+  const int64_t weights = 4 * kNetParameters + 4 * 128 + 8;
+  for (const auto& [category, bytes] :
+       {std::pair{Category::kWeights, weights},
+        std::pair{Category::kGradients, 4 * trained},
+        std::pair{Category::kOptimizerState, 8 * trained}}) {
+    EXPECT_EQ(report.Of(category).peak_bytes, bytes) << CategoryName(category);
+    EXPECT_EQ(report.Of(category).predicted_bytes, bytes)
+        << CategoryName(category);
+  }
+}
+
 // Model state of a model memprof has no size table for, predicted from the
 // tracked parameters and the optimizer alone, measured to the byte.
 TEST_F(SessionTest, ProgramModelStateMeasuredAsPredictedToTheByte) {
@@ -28,17 +47,8 @@ TEST_F(SessionTest, ProgramModelStateMeasuredAsPredictedToTheByte) {
   EXPECT_EQ(report.context.config.model, "program");
   EXPECT_EQ(report.context.config.program.name, "session-program");
   EXPECT_EQ(report.context.config.train.optimizer, "adamw");
-  // fc1 32x64+64, norm 64+64, fc2 64x10+10.
-  const int64_t params = 32 * 64 + 64 + 64 + 64 + 64 * 10 + 10;
-  EXPECT_EQ(report.predicted_parameters, params);
-  // Parameters and BatchNorm's buffers (2 x 64 floats and one int64).
-  const int64_t weights = 4 * params + 4 * 128 + 8;
-  EXPECT_EQ(report.Of(Category::kWeights).peak_bytes, weights);
-  EXPECT_EQ(report.Of(Category::kWeights).predicted_bytes, weights);
-  EXPECT_EQ(report.Of(Category::kGradients).peak_bytes, 4 * params);
-  EXPECT_EQ(report.Of(Category::kGradients).predicted_bytes, 4 * params);
-  EXPECT_EQ(report.Of(Category::kOptimizerState).peak_bytes, 8 * params);
-  EXPECT_EQ(report.Of(Category::kOptimizerState).predicted_bytes, 8 * params);
+  EXPECT_EQ(report.predicted_parameters, kNetParameters);
+  ExpectModelState(report, kNetParameters);
   EXPECT_EQ(report.Of(Category::kDdpBuckets).peak_bytes, 0);
   EXPECT_EQ(report.Of(Category::kDdpBuckets).predicted_bytes, 0);
   // The batch: 16 x 32 floats and 16 labels.
@@ -93,9 +103,7 @@ TEST_F(SessionTest, AccumulatedMicroBatchesAreMarkedApart) {
   for (const StepReport& step : report.steps) {
     EXPECT_EQ(step.micro_batches, 4) << "step " << step.step;
   }
-  const int64_t params = 32 * 64 + 64 + 64 + 64 * 10 + 10 + 64;
-  EXPECT_EQ(report.Of(Category::kGradients).peak_bytes, 4 * params);
-  EXPECT_EQ(report.Of(Category::kOptimizerState).peak_bytes, 8 * params);
+  ExpectModelState(report, kNetParameters);
   // The batch of one micro-batch: 4 x 32 floats and 4 labels.
   EXPECT_EQ(report.Of(Category::kInputs).peak_bytes, 4 * 32 * 4 + 4 * 8);
   EXPECT_EQ(report.Of(Category::kUnattributed).allocated_bytes, 0);
@@ -135,8 +143,8 @@ TEST_F(SessionTest, DestructorFinishesAfterTheProgramsObjectsAreGone) {
   EXPECT_EQ(report.steps.size(), 2u);
   EXPECT_EQ(report.context.config.train.optimizer, "adamw");
   EXPECT_EQ(report.context.config.train.lr, 1e-3);
-  const int64_t params = 32 * 64 + 64 + 64 + 64 + 64 * 10 + 10;
-  EXPECT_EQ(report.Of(Category::kOptimizerState).peak_bytes, 8 * params);
+  EXPECT_EQ(report.Of(Category::kOptimizerState).peak_bytes,
+            8 * kNetParameters);
   EXPECT_TRUE(std::filesystem::exists(dir_ / "report.md"));
 }
 
@@ -147,18 +155,11 @@ TEST_F(SessionTest, FrozenParametersHaveNoGradientOrOptimizerState) {
   const CommandResult run = RunProgram("frozen " + dir_.string());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const RankReport report = ReadRankReport(RankReportPath(dir_.string(), 0));
-  const int64_t params = 32 * 64 + 64 + 64 + 64 + 64 * 10 + 10;
   const int64_t trained = 64 * 10 + 10;  // fc2 alone
-  EXPECT_EQ(report.parameters, params);
+  EXPECT_EQ(report.parameters, kNetParameters);
   EXPECT_EQ(report.trained_parameters, trained);
   EXPECT_EQ(report.predicted_trained_parameters, trained);
-  const int64_t weights = 4 * params + 4 * 128 + 8;
-  EXPECT_EQ(report.Of(Category::kWeights).peak_bytes, weights);
-  EXPECT_EQ(report.Of(Category::kWeights).predicted_bytes, weights);
-  EXPECT_EQ(report.Of(Category::kGradients).peak_bytes, 4 * trained);
-  EXPECT_EQ(report.Of(Category::kGradients).predicted_bytes, 4 * trained);
-  EXPECT_EQ(report.Of(Category::kOptimizerState).peak_bytes, 8 * trained);
-  EXPECT_EQ(report.Of(Category::kOptimizerState).predicted_bytes, 8 * trained);
+  ExpectModelState(report, trained);
   EXPECT_EQ(report.Of(Category::kUnattributed).allocated_bytes, 0);
   const std::string markdown = ReadFile(dir_ / "report.md");
   EXPECT_NE(markdown.find("Frozen parameters: 2,890 parameters: 650 trained "
@@ -208,15 +209,9 @@ TEST_F(SessionTest, ATensorTrackedTwiceIsCountedOnce) {
   const CommandResult run = RunProgram("tied " + dir_.string());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const RankReport report = ReadRankReport(RankReportPath(dir_.string(), 0));
-  const int64_t params = 32 * 64 + 64 + 64 + 64 + 64 * 10 + 10;
-  EXPECT_EQ(report.parameters, params);
-  EXPECT_EQ(report.predicted_parameters, params);
-  const int64_t weights = 4 * params + 4 * 128 + 8;
-  EXPECT_EQ(report.Of(Category::kWeights).peak_bytes, weights);
-  EXPECT_EQ(report.Of(Category::kWeights).predicted_bytes, weights);
-  EXPECT_EQ(report.Of(Category::kGradients).predicted_bytes, 4 * params);
-  EXPECT_EQ(report.Of(Category::kOptimizerState).peak_bytes, 8 * params);
-  EXPECT_EQ(report.Of(Category::kOptimizerState).predicted_bytes, 8 * params);
+  EXPECT_EQ(report.parameters, kNetParameters);
+  EXPECT_EQ(report.predicted_parameters, kNetParameters);
+  ExpectModelState(report, kNetParameters);
   // The program's name titles the reports.
   EXPECT_NE(ReadFile(dir_ / "report.md").find("memprof: session-program, "),
             std::string::npos);
@@ -230,8 +225,7 @@ TEST_F(SessionTest, AnUntrackedOptimizerIsNoneNotSgd) {
   const RankReport report = ReadRankReport(RankReportPath(dir_.string(), 0));
   EXPECT_EQ(report.context.config.train.optimizer, "none");
   EXPECT_EQ(report.Of(Category::kOptimizerState).predicted_bytes, 0);
-  const int64_t params = 32 * 64 + 64 + 64 + 64 + 64 * 10 + 10;
-  EXPECT_EQ(report.Of(Category::kUnattributed).end_bytes, 8 * params);
+  EXPECT_EQ(report.Of(Category::kUnattributed).end_bytes, 8 * kNetParameters);
   const std::string markdown = ReadFile(dir_ / "report.md");
   EXPECT_NE(markdown.find("| train.optimizer | none | no optimizer tracked |"),
             std::string::npos)
