@@ -1,7 +1,9 @@
 #include "profiler/cli/flag_parsing.h"
 
+#include <algorithm>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "profiler/base/errors.h"
 
@@ -95,6 +97,24 @@ int FlagStyle() {
          ~po::command_line_style::allow_guessing;
 }
 
+// The edit distance between `a` and `b` (insertions, deletions and
+// substitutions), for "did you mean" on a mistyped flag.
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
+                         diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
 InputError UnknownFlag(const po::unknown_option& e,
                        const po::options_description& flags,
                        const std::string& command) {
@@ -103,7 +123,9 @@ InputError UnknownFlag(const po::unknown_option& e,
   std::string matches;
   for (const auto& option : flags.options()) {
     const std::string& flag = option->long_name();
-    if (!name.empty() && flag.rfind(name, 0) == 0) {
+    // A prefix of the flag, or the flag mistyped by a letter or two.
+    if (!name.empty() && (flag.rfind(name, 0) == 0 ||
+                          (name.size() > 3 && EditDistance(name, flag) <= 2))) {
       matches += (matches.empty() ? "" : " or ") + ("--" + flag);
     }
   }

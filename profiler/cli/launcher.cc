@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -293,8 +294,23 @@ int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
     if (StopSignals::Received() != 0) {
       const int sig = StopSignals::Received();
       StopAll(children);
-      std::cerr << "memprof: " << ::strsignal(sig)
-                << ": stopped every rank; no report was written\n";
+      // A rank may have written its report before the signal came.
+      int written = 0;
+      for (int r = 0; r < world_size; ++r) {
+        std::error_code error;
+        if (std::filesystem::exists(RankReportPath(out_dir, r), error)) {
+          ++written;
+        }
+      }
+      std::cerr << "memprof: " << ::strsignal(sig) << ": stopped every rank; "
+                << (written == 0
+                        ? std::string("no report was written")
+                        : std::to_string(written) + " of " +
+                              std::to_string(world_size) +
+                              " ranks had written their report; memprof "
+                              "report --run " +
+                              out_dir + " renders what they wrote")
+                << "\n";
       return 128 + sig;
     }
     if (pid == 0 || (pid < 0 && errno == EINTR)) {

@@ -9,6 +9,7 @@
 #include "profiler/base/run_categories.h"
 #include "profiler/base/text_table.h"
 #include "profiler/predict/cuda_prediction.h"
+#include "profiler/predict/fit_search.h"
 #include "profiler/report/breakdown_json.h"
 
 namespace memprof {
@@ -302,7 +303,8 @@ std::string FormatPrediction(const Prediction& p, const RunConfig& config,
     out << " on rank " << p.rank
         << ": ZeRO-1 gives each rank one partition of the optimizer state "
            "and replicates the rest; the "
-        << p.world_size << " ranks hold "
+        << Plural(p.world_size, "rank")
+        << (p.world_size == 1 ? " holds " : " hold ")
         << HumanBytes(GroupStateBytes(p, config)) << " in all";
   } else {
     out << " per rank, at any world size: data parallelism does not shrink "

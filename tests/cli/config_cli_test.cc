@@ -374,7 +374,8 @@ TEST_F(ConfigCliTest, BadFlagsAndValuesAreRejected) {
 
 // Boost would take a flag's unambiguous prefix as the flag: --micro 2 would
 // set the micro-batch. Every command takes a flag only as written in full,
-// and suggests the flags the prefix would have matched.
+// and suggests the flags the prefix would have matched, or those a letter
+// or two away.
 TEST_F(ConfigCliTest, NoFlagIsTakenFromAPrefix) {
   const std::string path = Write("gpt.ini", kGpt);
   const std::pair<std::vector<std::string>, std::string> cases[] = {
@@ -383,6 +384,8 @@ TEST_F(ConfigCliTest, NoFlagIsTakenFromAPrefix) {
        "'--train.opt'; did you mean --train.optimizer?"},
       {{"--micro", "2"}, "'--micro'; did you mean --micro-batch?"},
       {{"--mem", "1GiB"}, "'--mem'; did you mean --memory-limit?"},
+      // A flag mistyped by a letter or two.
+      {{"--gpt.d_modle", "8"}, "'--gpt.d_modle'; did you mean --gpt.d_model?"},
   };
   for (const auto& [flag, expected] : cases) {
     std::vector<std::string> words = {"--config", path};
