@@ -989,16 +989,13 @@ SweepArgs ParseSweepArgs(const std::vector<std::string>& all_words) {
   }
   // Each point's micro-batch follows from G, N and K: a --micro-batch
   // would be dropped (it used to be, while the console named it).
-  for (const std::string& word : words) {
-    for (const char* flag : {"--micro-batch", "--train.micro_batch"}) {
-      if (word == flag || word.rfind(std::string(flag) + "=", 0) == 0) {
-        throw InputError(
-            std::string("sweep: ") + flag +
-            " is not a sweep flag: each world size N runs at micro-batch "
-            "G/(N K) of --global-batch G (K: --grad-accum, 1 unless "
-            "given); drop it, and give --grad-accum K to accumulate");
-      }
-    }
+  if (cli.count("micro-batch") || cli.count("train.micro_batch")) {
+    throw InputError(
+        std::string("sweep: ") +
+        (cli.count("micro-batch") ? "--micro-batch" : "--train.micro_batch") +
+        " is not a sweep flag: each world size N runs at micro-batch "
+        "G/(N K) of --global-batch G (K: --grad-accum, 1 unless given); drop "
+        "it, and give --grad-accum K to accumulate");
   }
   for (int64_t n : args.world_sizes) {
     if (args.global_batch % n != 0) {

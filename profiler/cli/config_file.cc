@@ -11,6 +11,19 @@ bool StartsWith(const std::string& text, const char* prefix, size_t size) {
   return text.compare(0, size, prefix, size) == 0;
 }
 
+// Calls `each(line, number)` for every line of `text` (lines ending in
+// "\n", numbered from 1) until it returns false.
+template <typename Each>
+void ForEachLine(const std::string& text, Each each) {
+  int number = 0;
+  for (size_t begin = 0; begin < text.size();) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    if (!each(text.substr(begin, end - begin), ++number)) return;
+    begin = end + 1;
+  }
+}
+
 }  // namespace
 
 ConfigFileText ConfigFileTextOf(const std::string& path, std::string raw) {
@@ -31,17 +44,11 @@ ConfigFileText ConfigFileTextOf(const std::string& path, std::string raw) {
     }
   }
   std::string section;
-  int number = 0;
-  for (size_t begin = 0; begin < file.text.size();) {
-    size_t end = file.text.find('\n', begin);
-    if (end == std::string::npos) end = file.text.size();
-    const std::string line = file.text.substr(begin, end - begin);
-    begin = end + 1;
-    ++number;
+  ForEachLine(file.text, [&](const std::string& line, int number) {
     const size_t first = line.find_first_not_of(" \t");
     if (first == std::string::npos || line[first] == '#' ||
         line[first] == ';') {
-      continue;
+      return true;
     }
     if (line[first] == '[') {
       const size_t close = line.find(']', first);
@@ -49,7 +56,7 @@ ConfigFileText ConfigFileTextOf(const std::string& path, std::string raw) {
                                            ? std::string::npos
                                            : close - first - 1);
       file.sections.emplace_back(section, number);
-      continue;
+      return true;
     }
     std::string name = line.substr(first, line.find('=') - first);
     name.erase(name.find_last_not_of(" \t") + 1);
@@ -57,25 +64,23 @@ ConfigFileText ConfigFileTextOf(const std::string& path, std::string raw) {
     if (!file.key_lines.emplace(key, number).second) {
       file.repeat_lines.emplace(key, number);
     }
-  }
+    return true;
+  });
   return file;
 }
 
 int LineReadAs(const ConfigFileText& file, const std::string& invalid) {
-  int number = 0;
-  for (size_t begin = 0; begin < file.text.size();) {
-    size_t end = file.text.find('\n', begin);
-    if (end == std::string::npos) end = file.text.size();
-    std::string line = file.text.substr(begin, end - begin);
-    begin = end + 1;
-    ++number;
+  int found = 0;
+  ForEachLine(file.text, [&](std::string line, int number) {
     line.erase(std::min(line.find('#'), line.size()));
     const size_t first = line.find_first_not_of(" \t");
-    if (first == std::string::npos) continue;
+    if (first == std::string::npos) return true;
     line = line.substr(first, line.find_last_not_of(" \t") - first + 1);
-    if (line == invalid) return number;
-  }
-  return 0;
+    if (line != invalid) return true;
+    found = number;
+    return false;
+  });
+  return found;
 }
 
 }  // namespace memprof

@@ -161,7 +161,7 @@ bool ReapExited(std::vector<Child>& children, bool stopped) {
     if (!child.running) continue;
     int status = 0;
     const pid_t reaped = ::waitpid(child.pid, &status, WNOHANG);
-    if (reaped == child.pid && !WIFSTOPPED(status) && !WIFCONTINUED(status)) {
+    if (reaped == child.pid) {
       child.running = false;
       child.ending = HowItEnded(status, stopped);
     } else if (reaped < 0 && errno == ECHILD) {
@@ -341,9 +341,7 @@ int LaunchLocalRanks(int world_size, const std::vector<std::string>& words,
                 << ") continued\n";
       continue;
     }
-    child.running = false;
-    child.ending = HowItEnded(status, /*stopped=*/false);
-    --left;
+    --left;  // marked ended above, before the stop signal's check
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
     failure = "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) +
               ") " +

@@ -137,11 +137,11 @@ void RequireCheckOutputs(const CheckOptions& options,
     const fs::path parent = fs::path(*path).parent_path();
     const std::string dir = parent.empty() ? "." : parent.string();
     std::error_code error;
-    if (!fs::is_directory(dir, error) || ::access(dir.c_str(), W_OK) != 0) {
+    const bool is_directory = fs::is_directory(dir, error);
+    if (!is_directory || ::access(dir.c_str(), W_OK) != 0) {
       throw InputError(std::string(flag) + " " + *path + ": its directory '" +
                        dir + "' " +
-                       (fs::is_directory(dir, error) ? "is not writable"
-                                                     : "does not exist") +
+                       (is_directory ? "is not writable" : "does not exist") +
                        "; create it or choose another path");
     }
     if (fs::equivalent(*path, options.baseline_path, error)) {

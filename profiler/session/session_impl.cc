@@ -647,8 +647,7 @@ void SessionImpl::BeginRecompute() {
 
 void SessionImpl::EndRecompute(bool unwinding) {
   in_recompute_ = false;
-  if (finished_) return;
-  if (unwinding) return;
+  if (finished_ || unwinding) return;
   tracker_.ResolvePendingSince(recompute_from_seq_, Category::kActivations);
   recompute_seconds_ += std::chrono::duration<double>(
                             std::chrono::steady_clock::now() - recompute_start_)
