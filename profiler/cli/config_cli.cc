@@ -1,5 +1,6 @@
 #include "profiler/cli/config_cli.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <iostream>
 #include <set>
@@ -114,8 +115,26 @@ std::string ReadConfigFile(const std::string& path) {
                          "pass an INI file to --config");
 }
 
+namespace {
+
+// "0", "0GiB", "0.0 MiB": zero in a unit ParseByteSize knows.
+bool IsZeroSize(const std::string& text) {
+  char* end = nullptr;
+  const double number = std::strtod(text.c_str(), &end);
+  return end != text.c_str() &&
+         std::isdigit(static_cast<unsigned char>(text.front())) &&
+         number == 0 && ParseByteSize("1" + std::string(end)) > 0;
+}
+
+}  // namespace
+
 int64_t ByteSizeFlag(const std::string& flag, const std::string& text) {
   const int64_t bytes = ParseByteSize(text);
+  if (bytes < 1 && IsZeroSize(text)) {
+    throw InputError("--" + flag + " " + text +
+                     ": a size of 0 bytes holds nothing; give a positive size "
+                     "such as 80GiB or 512MiB");
+  }
   if (bytes < 1) {
     throw InputError("--" + flag + " " + text +
                      ": expected a size such as 80G, 80GiB, 80GB or 512MiB (" +
@@ -656,7 +675,7 @@ po::options_description OutsideAllocatorFlag(std::string& text) {
 
 int64_t OutsideAllocatorBytes(const std::string& text) {
   if (text.empty()) return kDefaultOutsideAllocatorBytes;
-  if (text == "0") return 0;
+  if (IsZeroSize(text)) return 0;  // 0, 0GiB: none
   return ByteSizeFlag("gpu-outside-allocator", text);
 }
 

@@ -1,6 +1,7 @@
 #include "profiler/gate/baseline_search.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include "profiler/base/errors.h"
@@ -19,6 +20,25 @@ std::string Leaf(const Json& config, const char* section, const char* key) {
   if (!s.is_object() || !s.contains(key)) return "";
   const Json& value = s[key];
   return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+// `text` with each character a file name should not hold (a space, a
+// slash, quotes, parentheses) replaced by '-', and '-' runs squeezed.
+std::string FileNameSafe(const std::string& text) {
+  std::string safe;
+  for (const char c : text) {
+    const bool kept = std::isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+                      c == '_' || c == '-';
+    if (kept) {
+      safe += c;
+    } else if (!safe.empty() && safe.back() != '-') {
+      safe += '-';
+    }
+  }
+  while (!safe.empty() && (safe.back() == '-' || safe.back() == '.')) {
+    safe.pop_back();
+  }
+  return safe;
 }
 
 }  // namespace
@@ -52,15 +72,20 @@ std::vector<std::string> FindBaselines(
 
 std::string BaselineFileName(const RunContext& context) {
   const Json& config = context.config;
+  const auto text = [&config](const char* key) {
+    return config.is_object() && config.contains(key) && config[key].is_string()
+               ? config[key].get<std::string>()
+               : std::string();
+  };
+  const std::string model = text("model");
   std::string stem;
-  if (config.is_object() && config.contains("source") &&
-      config["source"].is_string()) {
-    stem = fs::path(config["source"].get<std::string>()).stem().string();
+  if (model == "program") {  // a program's source is no file: its name
+    stem = Leaf(config, "program", "name");
+  } else if (!text("source").empty()) {
+    stem = fs::path(text("source")).stem().string();
   }
-  if (stem.empty() && config.is_object() && config.contains("model") &&
-      config["model"].is_string()) {
-    stem = config["model"].get<std::string>();
-  }
+  if (stem.empty()) stem = model;
+  stem = FileNameSafe(stem);
   if (stem.empty()) stem = "run";
   std::string name = stem + "-ws" + std::to_string(context.world_size);
   const std::string zero = Leaf(config, "ddp", "zero_stage");

@@ -23,7 +23,9 @@ std::vector<std::string> FindBaselines(
 
 // The name reports/baselines gives a baseline of `context`: the config
 // file's stem (or the model), "-ws<N>", then "-zero1", "-<dtype>" and
-// "-checkpointed" where the config has them: "mlp-tiny-ws2-zero1.json".
+// "-checkpointed" where the config has them: "mlp-tiny-ws2-zero1.json". A
+// program's run is named by its SessionOptions::name; characters a file
+// name should not hold become '-'.
 std::string BaselineFileName(const RunContext& context);
 
 }  // namespace memprof

@@ -883,6 +883,12 @@ void SessionImpl::Finish() {
                        "incomplete; end it first (Finish() comes after the "
                        "loop)");
     }
+    if (!finished_ && step_ == 0) {
+      throw UsageError(
+          "memprof::Session::Finish() before any Step(): a run without a "
+          "step has nothing to report; mark each training step with "
+          "'auto step = session.Step();' and its phases inside it");
+    }
   }
   const std::string out_dir = setup_.outputs->out_dir;
   RankRun run = FinishRun();

@@ -488,6 +488,13 @@ TEST(FitOnAGpu, TheCommandSaysWhichFigureDecided) {
   EXPECT_EQ(bad.exit_code, kExitBadInput) << bad.output;
   EXPECT_NE(bad.output.find("--gpu-outside-allocator 1XB"), std::string::npos)
       << bad.output;
+  // None outside the allocator, in any unit: 0 bytes added.
+  const CommandResult none =
+      RunMemprof(run + " --train.device cuda --gpu-outside-allocator 0GiB");
+  EXPECT_NE(none.output.find("reserved by the caching allocator + 0 B "
+                             "outside it"),
+            std::string::npos)
+      << none.output;
 }
 
 // At one rank there is nothing to shard: no ZeRO pricing, and a verdict
@@ -646,6 +653,12 @@ TEST(FitCommand, ExitCodesAndBadInput) {
   EXPECT_NE(bad.output.find("--budget 12XB: expected a size"),
             std::string::npos)
       << bad.output;
+  const CommandResult zero =
+      RunMemprof("fit --config " + kTiny + " --budget 0GiB");
+  EXPECT_EQ(zero.exit_code, kExitBadInput);
+  EXPECT_NE(zero.output.find("--budget 0GiB: a size of 0 bytes holds nothing"),
+            std::string::npos)
+      << zero.output;
   EXPECT_EQ(RunMemprof("fit --config " + kTiny).exit_code, kExitBadInput);
   // Note [Countable sizes]: once "fits ... peaks at -2677055 TiB", exit 0.
   const CommandResult huge = RunMemprof(

@@ -437,6 +437,13 @@ TEST(BaselineSearch, NamesFollowTheCommittedBaselines) {
   gpt.context.dtype = "bf16-autocast";
   EXPECT_EQ(BaselineFileName(gpt.context),
             "mlp-ws1-bf16-autocast-checkpointed.json");
+  // A program's source is a description, not a file: its name, made safe.
+  RunFigures program = SyntheticRun(1, kP);
+  program.context.config["model"] = "program";
+  program.context.config["source"] =
+      "the program's own loop (memprof::Session)";
+  program.context.config["program"]["name"] = "my net (v2)/small";
+  EXPECT_EQ(BaselineFileName(program.context), "my-net-v2-small-ws1.json");
 }
 
 }  // namespace

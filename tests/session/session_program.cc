@@ -180,6 +180,10 @@ int Run(const std::string& what, int argc, char** argv) {
     Train(session, net, optimizer, 2);
     return 0;
   }
+  if (what == "no-steps") {
+    session.Finish();
+    return 0;
+  }
   if (what == "finish-twice") {
     Train(session, net, optimizer, 1);
     session.Finish();

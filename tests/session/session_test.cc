@@ -308,6 +308,7 @@ INSTANTIATE_TEST_SUITE_P(
         Misuse{"finish-twice", "Finish(): called twice"},
         Misuse{"bad-device", "use \"cpu\" or \"cuda\""},
         Misuse{"finish-in-step", "Finish() while step 1's scope is still open"},
+        Misuse{"no-steps", "Finish() before any Step()"},
         Misuse{"scope-order",
                "Scope(\"a\") ended while Scope(\"b\"), opened inside it, "
                "is still open"},

@@ -186,8 +186,8 @@ class Session {
 
   // Ends the session and writes the reports (collective when a process
   // group is tracked: every rank calls it). Once only, after the loop:
-  // inside a step, a phase or a named scope it is a UsageError, unless an
-  // out-of-memory error was caught there.
+  // inside a step, a phase or a named scope, or before any Step(), it is a
+  // UsageError, unless an out-of-memory error was caught there.
   void Finish();
 
   // memprof's own layers (its trainer, <memprof/gtest.h>); not for programs.
