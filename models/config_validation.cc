@@ -297,10 +297,14 @@ void ValidateLora(const RunConfig& c) {
   }
   const std::vector<std::string> targets = LoraTargets(l.targets);
   if (targets.empty()) {
-    throw ConfigError("lora.targets",
-                      "lora.targets is empty: name the Linear modules that "
-                      "get adapters; this " +
-                          c.model + " has " + names);
+    // Named after the rank, which asked for adapters: a targets key left
+    // at its default has no line or flag to name.
+    throw ConfigError("lora.rank", "lora.rank " + std::to_string(l.rank) +
+                                       " adds adapters, but lora.targets is "
+                                       "empty: name the Linear modules that "
+                                       "get them (--lora-targets, or targets "
+                                       "in [lora]); this " +
+                                       c.model + " has " + names);
   }
   for (const std::string& target : targets) {
     if (std::none_of(modules.begin(), modules.end(), [&](const std::string& m) {

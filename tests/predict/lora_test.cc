@@ -233,7 +233,10 @@ TEST(LoraValidation, EachKeyIsRefusedWithTheKeyAndTheRemedy) {
     EXPECT_TRUE(Has(dropout, "a dropout probability in [0, 1)")) << dropout;
   }
   const std::string empty = PresetError("llama-tiny", {"--lora-rank", "4"});
-  EXPECT_TRUE(Has(empty, "lora.targets is empty")) << empty;
+  EXPECT_TRUE(Has(empty,
+                  "--lora-rank: lora.rank 4 adds adapters, but lora.targets "
+                  "is empty"))
+      << empty;
   EXPECT_TRUE(Has(empty,
                   "this llama has self_attn.q_proj, self_attn.k_proj, "
                   "self_attn.v_proj, self_attn.o_proj, mlp.gate_proj, "
