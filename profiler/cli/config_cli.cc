@@ -164,6 +164,27 @@ constexpr std::pair<const char*, const char*> kAliasKeys[] = {
     {"lora-dropout", "lora.dropout"},
     {"lora-targets", "lora.targets"}};
 
+// For a value Boost refused for `option` ("--mlp.hidden", "lora-rank",
+// "mlp.hidden"): what its key takes (": mlp.hidden takes a whole number"),
+// or "" for a key whose values are text.
+std::string WhatKeyTakes(std::string option) {
+  if (option.rfind("--", 0) == 0) option.erase(0, 2);
+  for (const auto& [flag, key] : kAliasKeys) {
+    if (option == flag) option = key;
+  }
+  const ConfigKey* key = FindConfigKey(option);
+  if (key == nullptr) return "";
+  RunConfig config;
+  const ConfigField field = key->field(config);
+  const char* takes = std::holds_alternative<bool*>(field) ? "true or false"
+                      : std::holds_alternative<int64_t*>(field)
+                          ? "a whole number"
+                      : std::holds_alternative<double*>(field) ? "a number"
+                                                               : nullptr;
+  return takes == nullptr ? ""
+                          : std::string(": ") + key->name + " takes " + takes;
+}
+
 // Adds the keys of the INI file at `path` to `vm` (the command line's
 // values win) and returns its text (Note [Config file text]). InputError
 // names the file, and the line where there is one.
@@ -194,6 +215,10 @@ ConfigFileText StoreConfigFile(const std::string& path,
                                   : again->second) +
                      ": " + e.what() + " (first on line " +
                      std::to_string(line_of(key)) + "); keep one of them");
+  } catch (const po::invalid_option_value& e) {
+    const std::string key = e.get_option_name();
+    throw InputError(At(path, line_of(key)) + ": " + e.what() +
+                     WhatKeyTakes(key));
   } catch (const po::error_with_option_name& e) {
     const std::string key = e.get_option_name();
     throw InputError(At(path, key.empty() ? 0 : line_of(key)) + ": " +
@@ -528,6 +553,9 @@ bool ParseRunConfigWords(const std::vector<std::string>& words,
     po::store(parsed, cli);
   } catch (const po::unknown_option& e) {
     throw UnknownFlag(e, all, command);
+  } catch (const po::invalid_option_value& e) {
+    throw InputError(std::string("command line: ") + e.what() +
+                     WhatKeyTakes(e.get_option_name()));
   } catch (const po::error& e) {
     throw InputError(std::string("command line: ") + e.what());
   }

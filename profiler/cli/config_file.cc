@@ -24,6 +24,28 @@ void ForEachLine(const std::string& text, Each each) {
   }
 }
 
+// `text` with each "; comment" that follows a value after a space or tab
+// cut (the parser cuts "#" comments itself), so that "hidden = 64 ; wider"
+// reads 64. A line that starts with ";" stays: the parser skips it.
+std::string WithoutSemicolonComments(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  ForEachLine(text, [&](std::string line, int) {
+    const size_t first = line.find_first_not_of(" \t");
+    if (first != std::string::npos && line[first] != ';') {
+      for (size_t i = first + 1; i < line.size(); ++i) {
+        if (line[i] == ';' && (line[i - 1] == ' ' || line[i - 1] == '\t')) {
+          line.erase(i);
+          break;
+        }
+      }
+    }
+    out += line + "\n";
+    return true;
+  });
+  return out;
+}
+
 }  // namespace
 
 ConfigFileText ConfigFileTextOf(const std::string& path, std::string raw) {
@@ -43,6 +65,7 @@ ConfigFileText ConfigFileTextOf(const std::string& path, std::string raw) {
       file.text.push_back('\n');
     }
   }
+  file.text = WithoutSemicolonComments(file.text);
   std::string section;
   ForEachLine(file.text, [&](const std::string& line, int number) {
     const size_t first = line.find_first_not_of(" \t");

@@ -16,7 +16,9 @@ namespace memprof {
 // file one comment line); all three are read as line ends, and lines are
 // numbered accordingly. A leading UTF-8 byte order mark is skipped. A file
 // that starts with a UTF-16 or UTF-32 byte order mark is refused, naming
-// the encoding and the remedy.
+// the encoding and the remedy. A comment is a line that starts with "#" or
+// ";", or the rest of a line from a "#", or from a ";" after a space or
+// tab ("hidden = 64  ; wider" is 64).
 struct ConfigFileText {
   std::string text;  // without the byte order mark, lines ending in "\n"
   // "section.key" (or "key" before any section) -> its first 1-based line.

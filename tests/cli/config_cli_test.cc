@@ -453,6 +453,33 @@ TEST_F(ConfigCliTest, LineEndsAndAByteOrderMarkReadAsPlainText) {
   EXPECT_NE(error.find("save it as UTF-8"), std::string::npos) << error;
 }
 
+// Note [Config file text]: a comment after a value, from "#" or from ";"
+// after a space, is not part of the value; a value the key cannot take
+// says what it takes.
+TEST_F(ConfigCliTest, CommentsAfterAValueAreNotPartOfIt) {
+  std::string text = kGood;
+  text.replace(text.find("34"), 2, "34  ; wider than the input");
+  text.replace(text.find("steps = 6"), 9, "steps = 6\t# few");
+  const std::string path = Write("comments.ini", text);
+  const ProfileArgs args = ParseProfileArgs({"--config", path});
+  EXPECT_EQ(args.config.mlp.hidden, 34);
+  EXPECT_EQ(args.config.train.steps, 6);
+  EXPECT_EQ(args.config.origins.at("mlp.hidden"), path + ":4");
+  std::string glued = kGood;
+  glued.replace(glued.find("34"), 2, "34;wider");
+  const std::string bad = Write("glued.ini", glued);
+  const std::string error = ErrorOf({"--config", bad});
+  EXPECT_NE(error.find(bad + ":4: the argument ('34;wider') for option "
+                             "'mlp.hidden' is invalid: mlp.hidden takes a "
+                             "whole number"),
+            std::string::npos)
+      << error;
+  const std::string flag = ErrorOf({"--config", path, "--lora-alpha", "high"});
+  EXPECT_NE(flag.find("'--lora-alpha' is invalid: lora.alpha takes a number"),
+            std::string::npos)
+      << flag;
+}
+
 // Note [No guessed model]: the model, its size keys and the micro-batch come
 // from the file or a flag, never from a silent default.
 TEST_F(ConfigCliTest, AModelWithoutItsSizesOrMicroBatchIsRefused) {
