@@ -50,12 +50,20 @@ class Mapper {
   void Flag(const std::string& key, const char* field, bool fallback) {
     const bool value =
         Has(doc_, field) ? reader_.Bool(doc_, "", field) : fallback;
-    Set(key, value ? "true" : "false", field);
+    Set(key, value ? "true" : "false", Given(field));
   }
   void Number(const std::string& key, const char* field, double fallback) {
     const double value =
         Has(doc_, field) ? reader_.Number(doc_, "", field) : fallback;
-    Set(key, Json(value).dump(), field);
+    Set(key, Json(value).dump(), Given(field));
+  }
+  // An optional field as an origin names it: "rms_norm_eps", or, when the
+  // file lacks it (or has null), "rms_norm_eps absent: Hugging Face's
+  // default", which memprof then used.
+  std::string Given(const char* field) const {
+    return Has(doc_, field)
+               ? field
+               : std::string(field) + " absent: Hugging Face's default";
   }
   [[noreturn]] void Refuse(const std::string& field,
                            const std::string& reason) const {
@@ -159,6 +167,7 @@ void MapGpt2(const Json& doc, Mapper& m) {
   constexpr double kDefaultDropout = 0.1;
   double dropout = -1;
   std::string first;
+  std::string given;  // the first of them the file has
   for (const char* field : {"embd_pdrop", "attn_pdrop", "resid_pdrop"}) {
     const double p =
         Has(doc, field) ? m.reader().Number(doc, "", field) : kDefaultDropout;
@@ -169,8 +178,10 @@ void MapGpt2(const Json& doc, Mapper& m) {
     }
     dropout = p;
     if (first.empty()) first = field;
+    if (given.empty() && Has(doc, field)) given = field;
   }
-  m.Set("gpt.dropout", Json(dropout).dump(), "embd_pdrop");
+  m.Set("gpt.dropout", Json(dropout).dump(),
+        given.empty() ? m.Given("embd_pdrop") : given);
 }
 
 }  // namespace

@@ -109,18 +109,27 @@ TEST(HfConfigTest, MapsLlamaOntoTheLlamaKeys) {
 TEST(HfConfigTest, FollowsEachClassDefaultsAndHardWiredBiases) {
   // Llama: key/value heads default to the query heads; no head_dim leaves
   // the model's default; absent flags are false.
-  Keys keys = KeysOf(
+  const HfConfig bare =
       HfConfigOf("cfg.json",
                  R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64,
           "intermediate_size": 176, "num_attention_heads": 4,
-          "num_hidden_layers": 2, "vocab_size": 256, "head_dim": null})"));
+          "num_hidden_layers": 2, "vocab_size": 256, "head_dim": null,
+          "rope_theta": 500000})");
+  Keys keys = KeysOf(bare);
+  // Each default is named as such, not as the file's field.
+  for (const HfKey& key : bare.keys) {
+    if (key.key == "llama.rms_norm_eps") {
+      EXPECT_EQ(key.field, "rms_norm_eps absent: Hugging Face's default");
+    }
+    if (key.key == "llama.rope_theta") EXPECT_EQ(key.field, "rope_theta");
+  }
   EXPECT_EQ(keys["llama.num_key_value_heads"], "4");
   EXPECT_EQ(keys.count("llama.head_dim"), 0u);
   EXPECT_EQ(keys["llama.tie_word_embeddings"], "false");
   EXPECT_EQ(keys["llama.attention_bias"], "false");
   EXPECT_EQ(keys["llama.qkv_bias"], "false");
   EXPECT_EQ(keys["llama.rms_norm_eps"], "1e-06");
-  EXPECT_EQ(keys["llama.rope_theta"], "10000.0");
+  EXPECT_EQ(keys["llama.rope_theta"], "500000.0");
   // Qwen2's q/k/v biases (not o's) are on whatever attention_bias says;
   // Mistral has none whatever it says.
   const std::string sizes =
@@ -322,6 +331,18 @@ TEST_F(HfConfigCliTest, FlagsOverTheIniOverTheJson) {
   EXPECT_EQ(c.origins.at("gpt.layers"), ini + ":2");
   EXPECT_EQ(c.origins.at("gpt.heads"), "--gpt.heads");
   EXPECT_EQ(c.origins.at("train.micro_batch"), ini + ":5");
+  EXPECT_EQ(c.origins.at("gpt.dropout"), json + ": embd_pdrop");
+  // A field the file lacks is Hugging Face's default, not the file's.
+  std::string lacking = kGpt2Tiny;
+  lacking.replace(lacking.find("\"attn_pdrop\": 0.0, \"embd_pdrop\": 0.0, "
+                               "\"resid_pdrop\": 0.0,"),
+                  57, "");
+  const std::string bare = Write("bare.json", lacking);
+  const ProfileArgs defaults =
+      ParseProfileArgs({"--hf-config", bare, "--config", ini});
+  EXPECT_EQ(defaults.config.gpt.dropout, 0.1);
+  EXPECT_EQ(defaults.config.origins.at("gpt.dropout"),
+            bare + ": embd_pdrop absent: Hugging Face's default");
 }
 
 // fit --measure and sweep run `memprof profile` with the same config.json.
