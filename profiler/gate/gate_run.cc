@@ -50,6 +50,7 @@ RunFigures LoadRun(const std::string& dir) {
   std::error_code error;
   const std::string first = RankReportPath(dir, 0);
   if (!fs::exists(first, error)) {
+    RequireRecoveredReport(dir, 0);
     throw InputError("--run " + dir +
                      ": no rank-0.json; pass the --out directory of a "
                      "finished 'memprof profile'");
@@ -61,6 +62,7 @@ RunFigures LoadRun(const std::string& dir) {
   for (int rank = 1; rank < world_size; ++rank) {
     const std::string path = RankReportPath(dir, rank);
     if (!fs::exists(path, error)) {
+      RequireRecoveredReport(dir, rank);
       if (missing < 0) missing = rank;
       continue;
     }

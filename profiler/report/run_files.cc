@@ -16,6 +16,28 @@ bool IsRunFileName(const std::string& name) {
          name == "report.md" || name == "report.html" || name == "trace.json";
 }
 
+void RequireRecoveredReport(const std::string& dir, int rank) {
+  const std::string r = std::to_string(rank);
+  std::error_code error;
+  const bool capture =
+      fs::exists(fs::path(dir) / ("capture-" + r + ".bin"), error);
+  if (error) {
+    throw InputError("--run " + dir + ": cannot read it: " + error.message());
+  }
+  if (!capture) return;
+  throw RunFailure("--run " + dir + ": no rank-" + r + ".json, but capture-" +
+                   r +
+                   ".bin: the run stopped "
+                   "before rank " +
+                   r +
+                   " wrote its report (killed, or out "
+                   "of disk). A failed run has no figures to gate or to keep "
+                   "as a baseline; 'memprof report --run " +
+                   dir +
+                   "' recovers its reports from the capture and says why it "
+                   "stopped");
+}
+
 void RequireOutsideRun(const std::string& flag, const std::string& path,
                        const std::string& run_dir) {
   auto refuse = [&](const fs::path& file) {

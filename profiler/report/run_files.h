@@ -12,6 +12,12 @@ namespace memprof {
 // Whether `name` (a file name, no directory) is one a run writes.
 bool IsRunFileName(const std::string& name);
 
+// Throws RunFailure when `dir` has no rank-<rank>.json but that rank's
+// capture-<rank>.bin: the run stopped before it wrote its reports (killed,
+// a full disk), and `memprof report --run DIR` recovers them and says why.
+// Throws InputError when `dir` cannot be read.
+void RequireRecoveredReport(const std::string& dir, int rank);
+
 // Throws InputError "FLAG PATH: that is FILE of the run in DIR, which
 // memprof would overwrite; choose a path outside the run's files" when
 // `path` names one of the run's files in `run_dir`: by its name in that

@@ -458,6 +458,38 @@ TEST_F(RegressionGateTest, MalformedRankReportsAreBadInputForCheckAndBaseline) {
   }
 }
 
+// A run whose ranks were killed before writing their reports leaves only
+// their captures: a failed run (exit 3) whose reports `memprof report`
+// recovers, not a directory of the wrong kind (exit 2).
+TEST_F(RegressionGateTest, AnUnrecoveredKilledRunPointsToItsRecovery) {
+  const std::string baseline = std::string(kBaselines) + "/mlp-tiny-ws1.json";
+  fs::create_directories(Path("killed"));
+  Write("killed/capture-0.bin", "");
+  fs::create_directories(Path("killed-1"));  // rank 1 of 2 was killed
+  Json two = Json::parse(ReadFile(kSeedReport));
+  two["context"]["world_size"] = 2;
+  Write("killed-1/rank-0.json", two.dump());
+  Write("killed-1/capture-1.bin", "");
+  for (const auto& [run, rank] :
+       {std::pair{Path("killed"), 0}, std::pair{Path("killed-1"), 1}}) {
+    const std::string r = std::to_string(rank);
+    for (const std::string& command :
+         {"check --baseline " + baseline + " --run " + run,
+          "baseline --run " + run + " --out " + Path("b.json")}) {
+      const CommandResult result = RunMemprof(command);
+      EXPECT_EQ(result.exit_code, 3) << result.output;
+      EXPECT_NE(result.output.find("no rank-" + r + ".json, but capture-" + r +
+                                   ".bin: the run stopped before rank " + r +
+                                   " wrote its report"),
+                std::string::npos)
+          << result.output;
+      EXPECT_NE(result.output.find("'memprof report --run " + run + "'"),
+                std::string::npos)
+          << result.output;
+    }
+  }
+}
+
 // Issue 35: a run stopped by --memory-limit in step 2 passed the gate
 // ("improved") and could be kept as a baseline. Both now refuse it with
 // exit 3 (the run failed), naming the rank, the reason and the remedy.
