@@ -112,6 +112,29 @@ RunView LoadRunView(const std::string& dir) {
       ++it;
     }
   }
+  // A report of another run (a file copied in, a run profiled over another
+  // with fewer ranks left behind): its figures are not this run's.
+  if (!good.empty()) {
+    const auto& [first_rank, first] = *good.begin();
+    const nlohmann::json config = ToJson(first.context.config);
+    for (auto it = std::next(good.begin()); it != good.end();) {
+      const RankReport& other = it->second;
+      if (ToJson(other.context.config) != config ||
+          other.context.device != first.context.device ||
+          other.context.libtorch_version != first.context.libtorch_version ||
+          other.parameters != first.parameters) {
+        problems.push_back(RankFileProblem{
+            it->first, files[it->first],
+            "its context (config, device, libtorch, parameters) differs from " +
+                files[first_rank] +
+                "'s: the directory mixes runs; profile into a fresh --out "
+                "directory"});
+        it = good.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
   std::sort(problems.begin(), problems.end(),
             [](const RankFileProblem& a, const RankFileProblem& b) {
               return a.rank < b.rank;

@@ -298,6 +298,26 @@ TEST_F(RunDir, MissingRankIsNamedExitsTwoAndTheRestIsRenderedIncomplete) {
             false);
 }
 
+// A rank report of another run is left out, named, as a missing one is:
+// its figures would be drawn under this run's header.
+TEST_F(RunDir, ARankReportOfAnotherRunIsLeftOut) {
+  Json other = Json::parse(ReadFile(dir_ / "rank-1.json"));
+  other["context"]["config"]["mlp"]["hidden"] = 65;
+  WriteFile(dir_ / "rank-1.json", other.dump());
+  const CommandResult r = Report();
+  EXPECT_EQ(r.exit_code, kExitBadInput) << r.output;
+  EXPECT_NE(r.output.find("rank 1: " + (dir_ / "rank-1.json").string() +
+                          ": its context (config, device, libtorch, "
+                          "parameters) differs from " +
+                          (dir_ / "rank-0.json").string() +
+                          "'s: the directory mixes runs"),
+            std::string::npos)
+      << r.output;
+  const std::string markdown = ReadFile(dir_ / "report.md");
+  EXPECT_NE(markdown.find("rank 1 is left out"), std::string::npos);
+  EXPECT_EQ(markdown.find("| rank 1 |"), std::string::npos);
+}
+
 TEST_F(RunDir, MalformedRankIsNamedWithWhy) {
   WriteFile(dir_ / "rank-1.json", "{\"schema\": \"memprof.rank/1\", ");
   CommandResult r = Report();
