@@ -20,7 +20,13 @@ namespace {
 // `capture_path` wrote, or recovered from it (another run's, another
 // process's, unreadable); nullopt when it is, or when the capture cannot
 // tell.
-std::optional<std::string> OtherSession(const std::string& report_path,
+struct OtherReport {
+  std::string why;
+  // The report's session began after the capture's: the capture is the
+  // leftover (of an earlier run, or copied in), the report the run's own.
+  bool newer = false;
+};
+std::optional<OtherReport> OtherSession(const std::string& report_path,
                                         const std::string& capture_path) {
   int64_t pid = 0, begin_unix_us = 0;
   try {
@@ -39,18 +45,23 @@ std::optional<std::string> OtherSession(const std::string& report_path,
   }
   try {
     const RankReport report = ReadRankReport(report_path);
+    const bool newer = report.context.session_start_unix_us > begin_unix_us;
     if (report.context.pid != pid) {
-      return "written by pid " + std::to_string(report.context.pid) +
-             ", the capture by pid " + std::to_string(pid);
+      return OtherReport{"written by pid " +
+                             std::to_string(report.context.pid) +
+                             ", the capture by pid " + std::to_string(pid),
+                         newer};
     }
     if (report.context.session_start_unix_us != begin_unix_us) {
-      return "of a session that began at " +
-             std::to_string(report.context.session_start_unix_us) +
-             " us, the capture's at " + std::to_string(begin_unix_us) + " us";
+      return OtherReport{
+          "of a session that began at " +
+              std::to_string(report.context.session_start_unix_us) +
+              " us, the capture's at " + std::to_string(begin_unix_us) + " us",
+          newer};
     }
     return std::nullopt;
   } catch (const InputError& e) {
-    return std::string("unreadable: ") + e.what();
+    return OtherReport{std::string("unreadable: ") + e.what()};
   }
 }
 
@@ -70,11 +81,17 @@ int RecoverKilledRanks(const std::string& dir,
     const int rank = std::stoi(match[1].str());
     const std::string report_path = RankReportPath(dir, rank);
     if (fs::exists(report_path)) {
-      const std::optional<std::string> other =
+      const std::optional<OtherReport> other =
           OtherSession(report_path, entry.path().string());
       if (!other) continue;  // the rank's own report
+      if (other->newer) {    // a finished run's report is never replaced
+        err << "memprof: rank " << rank << ": " << name << " is older than "
+            << report_path << " (" << other->why
+            << "): a leftover of another run, not recovered; delete it\n";
+        continue;
+      }
       err << "memprof: rank " << rank << ": " << report_path
-          << " is not the report of " << name << " (" << *other
+          << " is not the report of " << name << " (" << other->why
           << "); recovering it from " << name << "\n";
     }
     const auto signal = killed_by.find(rank);

@@ -88,3 +88,22 @@ assert foreign["context"]["pid"] == own["context"]["pid"], "not the rank's pid"
 PY
   fail "another run's rank-0.json taken for the killed rank's"
 echo "foreign rank-0.json: replaced by the capture's recovery"
+
+# A finished run's rank-0.json beside an older capture (a leftover, or one
+# copied in): the report stays, the capture is named as the leftover.
+mkdir -p "$work/stale"
+cp "$work/torchrun/capture-0.bin" "$work/stale/"
+python3 - "$source_dir/tests/data/run-mlp-tiny-ws2/rank-0.json" \
+  "$work/stale/rank-0.json" <<'PY'
+import json, sys, time
+report = json.load(open(sys.argv[1]))
+report["context"]["session_start_unix_us"] = int(time.time() * 1e6) + 10**6
+json.dump(report, open(sys.argv[2], "w"))
+PY
+cp "$work/stale/rank-0.json" "$work/stale.json"
+"$memprof" report --run "$work/stale" >"$work/out" 2>&1 || true
+grep -q "capture-0.bin is older than .*: a leftover of another run, not recovered" \
+  "$work/out" || fail "stale capture: $(cat "$work/out")"
+cmp -s "$work/stale/rank-0.json" "$work/stale.json" ||
+  fail "a finished run's rank-0.json replaced by an older capture's recovery"
+echo "stale capture: the newer rank-0.json kept"
