@@ -158,7 +158,10 @@ Outline FirstPass(CaptureReader& reader, const std::string& name,
         if (mark.step >= 1) {
           StepPeak& peak = out.step_peaks[mark.step - 1];
           if (total > peak.total_bytes || peak.seq < 0) {
-            peak = StepPeak{total, r.seq, mark.phase};
+            // The peak's fields only: begin_ns and end_ns time the step.
+            peak.total_bytes = total;
+            peak.seq = r.seq;
+            peak.phase = mark.phase;
           }
         }
         last_seq = r.seq;

@@ -30,6 +30,11 @@ for key, theirs in (("step", "step"), ("phase", "phase"), ("records", "records")
         problems.append(f"{key} {post[key]} != {replay[theirs]}")
 if post["torn_record_dropped"] != replay["torn"]:
     problems.append("torn flag differs")
+seconds = [s["seconds"] for s in rank["steps"]]
+if len(seconds) != len(replay["step_seconds"]) or any(
+        abs(a - b) > 1e-6 for a, b in zip(seconds, replay["step_seconds"])):
+    problems.append(f"step seconds {seconds[:4]}... != "
+                    f"{replay['step_seconds'][:4]}...")
 if sum(replay["live_bytes"].values()) <= 0:
     problems.append("nothing live at the kill")
 print("; ".join(problems) or "same")

@@ -5,7 +5,9 @@ Reads capture-<r>.bin record by record (the spilled windows, then the
 ring window after them), written from the format's description alone (no
 memprof code), and prints as JSON the bytes live by
 category after the last committed record, the step and phase in force,
-the number of committed records and whether a torn record followed them;
+the number of committed records, whether a torn record followed them,
+and each step's seconds (its first mark to the next step's first mark, or
+to the last record's time);
 with --records N, after the first N records only (a prefix of the
 session: what a capture cut short after N records must give).
 Blocks still pending at the end: activations when the last mark is a
@@ -67,6 +69,7 @@ def main(path, limit=None):
     live = {}  # address -> [alloc seq, bytes, category]
     step, phase, forward_seq = 0, 0, -1
     count, torn, ended = 0, False, False
+    step_begin_ns, end_ns = [], 0  # each step's first mark; the last time
     for seq, a, b, kind in records(data):
         if seq == "torn":
             torn = a
@@ -90,8 +93,12 @@ def main(path, limit=None):
             phase, step = a & 0xFF, a >> 8
             if phase == PHASES.index("forward"):
                 forward_seq = seq
+            if step > len(step_begin_ns):
+                step_begin_ns += [b] * (step - len(step_begin_ns))
+            end_ns = b
         elif kind == END:
             ended = True
+            end_ns = b
     live_bytes = dict.fromkeys(CATEGORIES, 0)
     for alloc_seq, size, category in live.values():
         if category == PENDING:
@@ -100,8 +107,11 @@ def main(path, limit=None):
                         if forward and alloc_seq >= forward_seq
                         else CATEGORIES.index("unattributed"))
         live_bytes[CATEGORIES[category]] += size
+    ends = step_begin_ns[1:] + [end_ns]
+    step_seconds = [(e - b) * 1e-9 for b, e in zip(step_begin_ns, ends)]
     json.dump({"live_bytes": live_bytes, "step": step, "phase": PHASES[phase],
-               "records": count, "torn": torn, "ended": ended},
+               "records": count, "torn": torn, "ended": ended,
+               "step_seconds": step_seconds},
               sys.stdout)
 
 
