@@ -382,6 +382,10 @@ class SecondPass {
   }
 
  private:
+  bool Steady(int32_t step) const {
+    return step >= out_.steady_first_step && step <= out_.steady_last_step;
+  }
+
   bool Kept(int32_t step) const {
     return keep_.Keeps(step, outline_.last_step) || step == out_.series_step;
   }
@@ -405,7 +409,7 @@ class SecondPass {
           Breakdown& step_max = out_.steps.back().max_bytes;
           step_max[c] = std::max(step_max[c], now_[c]);
         }
-        if (mark_.step >= out_.steady_first_step) {
+        if (Steady(mark_.step)) {
           out_.steady_max[c] = std::max(out_.steady_max[c], now_[c]);
         }
       }
@@ -476,7 +480,7 @@ class SecondPass {
         Raise(step.peak, total_, now_, block.alloc_seq, mark_);
         step.max_bytes[c] = std::max(step.max_bytes[c], now_[c]);
       }
-      if (mark_.step >= out_.steady_first_step) {
+      if (Steady(mark_.step)) {
         Raise(out_.steady_peak, total_, now_, block.alloc_seq, mark_);
         out_.steady_max[c] = std::max(out_.steady_max[c], now_[c]);
       }
@@ -638,10 +642,18 @@ Analysis Analyze(const Capture& capture, const AnalysisOptions& options,
   const int32_t steady_from = 1 + std::max(options.one_time_through_step,
                                            outline.last_bucket_free_step);
   out.steady_first_step = std::max(1, std::min(steady_from, outline.last_step));
+  // Killed inside a step (its last mark names a step, not the end of the
+  // loop): that step is cut short, and out of the steady state when a
+  // whole step is left in it. Otherwise the cut step is all there is: its
+  // figures and scopes show where the rank was (the reports say that no
+  // steady-state step completed).
+  const bool cut_in_step = out.killed && outline.last_mark.step > 0 &&
+                           outline.last_step > out.steady_first_step;
+  out.steady_last_step = outline.last_step - (cut_in_step ? 1 : 0);
   // The steady-state peak's step, from the category-free totals (the first
   // highest, as Raise keeps it).
   int64_t best = -1;
-  for (int32_t s = out.steady_first_step; s <= outline.last_step; ++s) {
+  for (int32_t s = out.steady_first_step; s <= out.steady_last_step; ++s) {
     const StepPeak& peak = outline.step_peaks[s - 1];
     if (peak.seq >= 0 && peak.total_bytes > best) {
       best = peak.total_bytes;

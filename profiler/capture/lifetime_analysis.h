@@ -173,8 +173,12 @@ struct Analysis {
   std::array<Stat, kNumCategories> stats{};  // whole session, final categories
   Stat total;
   PeakPoint run_peak;  // whole session, set-up and step 1 included
-  // Steady state: the steps from `steady_first_step` on (see Analyze).
+  // Steady state: the steps from `steady_first_step` through
+  // `steady_last_step` (see Analyze): the last step too, unless the capture
+  // was killed inside it and a whole step precedes it in the steady state
+  // (a step cut short has partial figures).
   int32_t steady_first_step = 0;
+  int32_t steady_last_step = 0;
   PeakPoint steady_peak;
   Breakdown steady_max{};  // each category's own maximum in the steady state
   std::vector<StepPeak> step_peaks;  // steps 1..K, every one

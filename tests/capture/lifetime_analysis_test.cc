@@ -271,6 +271,28 @@ TEST(Analyze, AScopeClosedButNeverOpenedIsADamagedCapture) {
   EXPECT_THROW(Analyze(capture), InputError);
 }
 
+// A step the kill cut short is out of the steady state when a whole step
+// is in it: its pending blocks are no steady-state figure.
+TEST(Analyze, AStepCutShortByAKillIsOutOfTheSteadyState) {
+  const Capture capture =
+      WriteCapture({Block(0, kLive, 100, Category::kWeights),
+                    Block(2, 3, 30, Category::kTemporaries),
+                    Block(5, kLive, 40, Category::kUnattributed)},
+                   {{0, Phase::kModelInit, 0},
+                    {1, Phase::kForward, 1},
+                    {4, Phase::kForward, 2}},
+                   0, 6, "", /*ended=*/false);
+  const Analysis a = Analyze(capture, AnalysisOptions{/*one_time=*/0, {}});
+  EXPECT_TRUE(a.killed);
+  EXPECT_EQ(a.steady_first_step, 1);
+  EXPECT_EQ(a.steady_last_step, 1);
+  EXPECT_EQ(a.steady_peak.total_bytes, 130);
+  // The cut forward's block, pending at the kill: activations (Note
+  // [Killed capture]), in the run's figures but not the steady state's.
+  EXPECT_EQ(a.steady_max[kA], 0);
+  EXPECT_EQ(a.stats[kA].current, 40);
+}
+
 TEST(Analyze, AKilledCaptureEndsAtItsLastRecord) {
   const Capture capture =
       WriteCapture({Block(0, kLive, 100, Category::kWeights),

@@ -30,6 +30,12 @@ for key, theirs in (("step", "step"), ("phase", "phase"), ("records", "records")
         problems.append(f"{key} {post[key]} != {replay[theirs]}")
 if post["torn_record_dropped"] != replay["torn"]:
     problems.append("torn flag differs")
+# The step the kill cut short is out of the steady state when a whole
+# step is in it: its pending blocks (unattributed at the kill) are then in
+# no steady-state figure.
+steady = any(s["steady_state"] for s in rank["steps"])
+if steady and rank["categories"]["unattributed"]["peak_bytes"] != 0:
+    problems.append("the cut step's unattributed bytes in the steady state")
 seconds = [s["seconds"] for s in rank["steps"]]
 if len(seconds) != len(replay["step_seconds"]) or any(
         abs(a - b) > 1e-6 for a, b in zip(seconds, replay["step_seconds"])):
