@@ -1,5 +1,7 @@
 #include "profiler/report/rank_outcome.h"
 
+#include "profiler/report/report_text.h"
+
 namespace memprof {
 namespace {
 
@@ -19,8 +21,14 @@ std::string UnfinishedReason(const RankReport& report) {
            StepOf(report.out_of_memory->step, configured);
   }
   if (report.post_mortem) {
-    return "was killed (" + report.post_mortem->killed_by + ") " +
-           StepOf(report.post_mortem->step, configured) +
+    const PostMortemFigures& p = *report.post_mortem;
+    // Step 0 after steps: past the loop (writing its outputs, say).
+    const std::string when =
+        p.step == 0 && !report.steps.empty()
+            ? "after step " + std::to_string(report.steps.back().step) +
+                  " of " + std::to_string(configured)
+            : StepOf(p.step, configured);
+    return EndingOf(p.killed_by) + " " + when +
            "; its report was recovered from its capture (post-mortem)";
   }
   for (const StepReport& step : report.steps) {

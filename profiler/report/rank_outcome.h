@@ -12,8 +12,8 @@ namespace memprof {
 
 // "" when the rank ran every configured step to completion; otherwise why
 // not, in words, first cause first: "ran out of memory in step 2 of 300",
-// "was killed (SIGKILL) in step 7 of 300; its report was recovered from its
-// capture (post-mortem)", "did not complete step 3 of 4", "ran 2 of 4
+// "killed (signal 9 (Killed)) in step 7 of 300; its report was recovered
+// from its capture (post-mortem)", "did not complete step 3 of 4", "ran 2 of 4
 // steps".
 std::string UnfinishedReason(const RankReport& report);
 

@@ -443,6 +443,11 @@ std::string EndingOf(const std::string& killed_by) {
   if (killed_by.rfind("exited", 0) == 0) {
     return killed_by + " before writing its report";
   }
+  if (killed_by ==
+      "unknown") {  // recovered by memprof report, not its launcher
+    return "stopped without its report (killed, or failed: the capture "
+           "cannot tell which)";
+  }
   return "killed (" + killed_by + ")";
 }
 

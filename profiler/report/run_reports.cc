@@ -1,6 +1,8 @@
 #include "profiler/report/run_reports.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -159,8 +161,16 @@ int RenderRunReports(const RunView& view, std::ostream& out,
   try {
     WriteRunReports(view);
   } catch (const std::runtime_error& e) {
-    throw InputError(std::string(e.what()) + "; make " + view.dir +
-                     " writable");
+    // The rank reports are whole (written first, each atomically): once
+    // there is room, the three files can be rendered from them.
+    const std::string what = e.what();
+    const bool full = what.find(std::strerror(ENOSPC)) != std::string::npos ||
+                      what.find(std::strerror(EDQUOT)) != std::string::npos;
+    throw InputError(what + "; " +
+                     (full ? "free space on its filesystem"
+                           : "make " + view.dir + " writable") +
+                     ", then 'memprof report --run " + view.dir +
+                     "' writes them from the rank reports");
   }
   for (const RankFileProblem& problem : view.problems) {
     err << "memprof: rank " << problem.rank << ": " << problem.path << ": "

@@ -40,3 +40,19 @@ for size in 1m 3m; do
   umount "$work/disk"
   mounted=""
 done
+
+# The reports rendered from whole rank reports onto a full disk: the
+# message names the file and the remedy that fits (room, not permissions).
+source_dir="$(cd "$(dirname "$0")/../.." && pwd)"
+mount -t tmpfs -o size=132k tmpfs "$work/disk" || {
+  echo "FAIL: cannot mount a tmpfs at $work/disk (needs root)"; exit 1; }
+mounted=1
+cp "$source_dir"/tests/data/run-mlp-tiny-ws2/rank-*.json "$work/disk/"
+rc=0
+"$memprof" report --run "$work/disk" >"$work/log-report" 2>&1 || rc=$?
+if [ "$rc" -ne 2 ] ||
+  ! grep -q "No space left on device; free space on its filesystem, then 'memprof report --run $work/disk' writes them" \
+    "$work/log-report"; then
+  echo "FAIL: report on a full disk: exit $rc:"; cat "$work/log-report"; exit 1
+fi
+echo "report on a full disk: exit 2: $(head -1 "$work/log-report")"

@@ -69,7 +69,7 @@ for delay in $delays; do
   if ! result=$(compare "$dir"); then
     echo "run $n (killed ${delay} ms in): $result"; exit 1
   fi
-  grep -q "killed (unknown), recovered from the capture" "$dir/report.md" ||
+  grep -q "stopped without its report (killed, or failed: the capture cannot tell which), recovered from the capture" "$dir/report.md" ||
     { echo "run $n: report.md does not mark the rank killed"; exit 1; }
   echo "run $n: killed ${delay} ms in: $(python3 -c "import json; p = json.load(open('$dir/rank-0.json'))['post_mortem']; print(p['records'], 'records, step', p['step'], p['phase'])"): same as the replay"
 done
