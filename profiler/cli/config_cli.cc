@@ -539,8 +539,7 @@ bool ParseRunConfigWords(const std::vector<std::string>& words,
   po::options_description all;
   all.add(command_flags).add(AliasFlags(config.source, aliases)).add(keys);
   try {
-    const po::parsed_options parsed =
-        po::command_line_parser(words).options(all).style(FlagStyle()).run();
+    const po::parsed_options parsed = ParseCommandLine(words, all);
     for (const po::option& option : parsed.options) {
       if (option.position_key >= 0) {  // a word that is no flag's value
         throw InputError("unexpected argument '" +
@@ -807,9 +806,7 @@ FitArgs ParseFitRunsArgs(const std::vector<std::string>& words) {
       "directory)");
   po::variables_map cli;
   try {
-    po::store(
-        po::command_line_parser(words).options(flags).style(FlagStyle()).run(),
-        cli);
+    po::store(ParseCommandLine(words, flags), cli);
     po::notify(cli);
   } catch (const po::unknown_option& e) {
     throw InputError(

@@ -135,15 +135,30 @@ InputError UnknownFlag(const po::unknown_option& e,
       " 'memprof " + command + " --help' for the list");
 }
 
+po::parsed_options ParseCommandLine(const std::vector<std::string>& words,
+                                    const po::options_description& flags) {
+  po::parsed_options parsed =
+      po::command_line_parser(words).options(flags).style(FlagStyle()).run();
+  for (const po::option& option : parsed.options) {
+    if (option.position_key >= 0) continue;
+    for (const std::string& value : option.value) {
+      if (value.rfind("--", 0) != 0) continue;
+      throw InputError("--" + option.string_key + " took the next flag, '" +
+                       value + "', as its value: give --" + option.string_key +
+                       " its value (--" + option.string_key +
+                       " VALUE) before the next flag");
+    }
+  }
+  return parsed;
+}
+
 // Parses `words` against `flags`; errors name the command's --help.
 po::variables_map ParseFlags(const std::vector<std::string>& words,
                              const po::options_description& flags,
                              const std::string& command) {
   po::variables_map vm;
   try {
-    po::store(
-        po::command_line_parser(words).options(flags).style(FlagStyle()).run(),
-        vm);
+    po::store(ParseCommandLine(words, flags), vm);
     po::notify(vm);
   } catch (const po::unknown_option& e) {
     throw UnknownFlag(e, flags, command);

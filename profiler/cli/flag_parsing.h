@@ -45,6 +45,13 @@ InputError UnknownFlag(const boost::program_options::unknown_option& e,
                        const boost::program_options::options_description& flags,
                        const std::string& command);
 
+// Parses `words` against `flags` in FlagStyle(). A flag whose value is the
+// next flag ("--hf-config --config x.ini": its value forgotten) is an
+// InputError naming both; Boost's own errors are thrown as they are.
+boost::program_options::parsed_options ParseCommandLine(
+    const std::vector<std::string>& words,
+    const boost::program_options::options_description& flags);
+
 // Parses `words` against `flags`; errors name the command's --help.
 boost::program_options::variables_map ParseFlags(
     const std::vector<std::string>& words,

@@ -453,6 +453,28 @@ TEST_F(ConfigCliTest, LineEndsAndAByteOrderMarkReadAsPlainText) {
   EXPECT_NE(error.find("save it as UTF-8"), std::string::npos) << error;
 }
 
+// A flag whose value was forgotten takes the next flag as it: named, with
+// the remedy, not "unexpected argument 'x.ini'" about the word after.
+TEST_F(ConfigCliTest, AFlagThatTookTheNextFlagAsItsValueIsNamed) {
+  const std::string path = Write("good.ini", kGood);
+  EXPECT_NE(ErrorOf({"--hf-config", "--config", path})
+                .find("--hf-config took the next flag, '--config', as its "
+                      "value: give --hf-config its value"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf({"--config", path, "--freeze", "--micro-batch", "2"})
+                .find("--freeze took the next flag, '--micro-batch'"),
+            std::string::npos);
+  std::string check;
+  try {
+    ParseCheckArgs({"--baseline", "--run", "r"});
+  } catch (const InputError& e) {
+    check = e.what();
+  }
+  EXPECT_NE(check.find("--baseline took the next flag, '--run'"),
+            std::string::npos)
+      << check;
+}
+
 // Note [Config file text]: a comment after a value, from "#" or from ";"
 // after a space, is not part of the value; a value the key cannot take
 // says what it takes.
