@@ -443,8 +443,8 @@ std::string EndingOf(const std::string& killed_by) {
   if (killed_by.rfind("exited", 0) == 0) {
     return killed_by + " before writing its report";
   }
-  if (killed_by ==
-      "unknown") {  // recovered by memprof report, not its launcher
+  // Recovered by memprof report, not by its launcher, which knows why.
+  if (killed_by == "unknown") {
     return "stopped without its report (killed, or failed: the capture "
            "cannot tell which)";
   }
@@ -460,6 +460,17 @@ std::string LastMomentOf(const RankReport& rank) {
 }
 
 std::string OutOfMemorySentence(const OutOfMemoryFigures& oom) {
+  if (oom.fit.verdict == FitVerdict::kFits) {
+    // The prediction fits and the run did not: say so, not "fits".
+    const FitAnswer& a = oom.fit;
+    return OutOfMemoryMessage(oom) + " (predicted to fit: micro-batch " +
+           std::to_string(a.micro_batch) + " peaks at " +
+           HumanBytes(a.peak_bytes) + " (" + std::to_string(a.peak_bytes) +
+           " B) per rank, " + std::to_string(a.budget_bytes - a.peak_bytes) +
+           " B under the limit, and the run went past it: leave the "
+           "prediction headroom for what it leaves out, or measure with "
+           "'memprof fit --measure')";
+  }
   return OutOfMemoryMessage(oom) + " (" + FitVerdictSentence(oom.fit) + ")";
 }
 

@@ -47,7 +47,8 @@ ReportText BuildReportText(const RunView& view);
 // 194.5 KiB (199,184 B) live of the 195.3 KiB (200,000 B) --memory-limit".
 std::string OutOfMemoryMessage(const OutOfMemoryFigures& oom);
 // The message, then the fit verdict in parentheses: one line for the
-// console and the launcher.
+// console and the launcher. A verdict of fits is said as "predicted to
+// fit", with the prediction's margin, which the run went past.
 std::string OutOfMemorySentence(const OutOfMemoryFigures& oom);
 
 // A recovered rank's ending, from post_mortem.killed_by: "killed (signal 9

@@ -528,6 +528,28 @@ TEST_F(CliTest, OutOfMemoryIsReportedFirstAndExitsThree) {
   fs::remove_all(Out() + "-init");
 }
 
+// A run the prediction says fits that runs out all the same (here in the
+// start-up copy of the weights, which the prediction leaves out): its
+// message says "predicted to fit" with the margin, not "fits".
+TEST_F(CliTest, OutOfMemoryThePredictionSaidFitsIsSaidSo) {
+  const Result r = RunMemprof(
+      std::string("profile --config ") + MEMPROF_SOURCE_DIR +
+      "/configs/llama-odd.ini --freeze "
+      "model.embed_tokens,model.layers,model.norm --memory-limit 450KiB "
+      "--out " +
+      Out());
+  ASSERT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("out of memory in ddp_init"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("(predicted to fit: micro-batch 2 peaks at 434 KiB "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("under the limit, and the run went past it"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("(fits:"), std::string::npos) << r.output;
+}
+
 // Issue 35: out of memory in step 2 of 4 (steps from 2 on would have been
 // the steady state, clamped to the steps that ran): the cut step is not a
 // steady-state step, and its partial figures are not errors.
