@@ -253,20 +253,47 @@ void ValidateFreeze(const RunConfig& c) {
   }
 }
 
-// [lora] (Note [LoRA adapters] in models/lora_rows.h): a rank, a scaling
-// and a dropout that make sense, targets that name Linear modules of this
-// model, on a model and dtype whose adapters run and are predicted.
-void ValidateLora(const RunConfig& c) {
+// [lora] (Note [LoRA adapters] in models/lora_rows.h), the keys together,
+// before the model's sizes are counted (a table with adapters is built to
+// count them): a rank when any lora key is given, and no checkpointing.
+void ValidateLoraKeys(const RunConfig& c) {
   const LoraConfig& l = c.lora;
   const LoraConfig unset;
-  if (l.rank < 0 ||
-      (l.rank == 0 && (l.targets != unset.targets || l.alpha != unset.alpha ||
-                       l.dropout != unset.dropout))) {
+  if (l.rank < 0) {
     throw ConfigError("lora.rank",
                       "lora.rank " + std::to_string(l.rank) +
                           ": the adapters' rank must be at least 1 (8 is "
                           "usual); leave out every lora key for no adapters");
   }
+  if (l.rank == 0) {
+    // Another lora key without a rank: named after the key given, which
+    // has the line or flag (the rank, left out, has none).
+    const char* given = l.targets != unset.targets   ? "lora.targets"
+                        : l.alpha != unset.alpha     ? "lora.alpha"
+                        : l.dropout != unset.dropout ? "lora.dropout"
+                                                     : nullptr;
+    if (given == nullptr) return;
+    throw ConfigError(given, std::string(given) +
+                                 " is set, but lora.rank is 0 (no adapters): "
+                                 "give the adapters' rank (--lora-rank 8 is "
+                                 "usual), or leave out every lora key");
+  }
+  if (c.train.activation_checkpointing != "none") {
+    throw ConfigError(
+        "train.activation_checkpointing",
+        "train.activation_checkpointing " + c.train.activation_checkpointing +
+            " with LoRA adapters (lora.rank " + std::to_string(l.rank) +
+            ") is not predicted yet: set "
+            "train.activation_checkpointing = none, or leave "
+            "out the lora keys");
+  }
+}
+
+// [lora] with a rank: a scaling and a dropout that make sense, targets
+// that name Linear modules of this model, on a model and dtype whose
+// adapters run and are predicted.
+void ValidateLora(const RunConfig& c) {
+  const LoraConfig& l = c.lora;
   if (l.rank == 0) return;
   if (!(l.alpha > 0) || !std::isfinite(l.alpha)) {
     throw ConfigError("lora.alpha", "lora.alpha " + Describe(l.alpha) +
@@ -317,12 +344,6 @@ void ValidateLora(const RunConfig& c) {
                             "or ends in '.' + target); it has " +
                             names);
     }
-  }
-  if (c.train.activation_checkpointing == "blocks") {
-    throw ConfigError("lora.rank",
-                      "[lora] with activation_checkpointing blocks is not "
-                      "predicted yet: set activation_checkpointing = none, or "
-                      "remove [lora]");
   }
   if (c.train.dtype == "bf16-autocast" && l.dropout > 0) {
     throw ConfigError("lora.dropout",
@@ -448,6 +469,7 @@ void ValidateRunConfig(const RunConfig& c) {
                       "reduces GPU tensors only); use gloo on cpu");
   }
   if (c.model == "resnet") ValidateResnet(c.resnet, MicroBatch(c));
+  ValidateLoraKeys(c);
   RequireCountable(c);
   ValidateLora(c);
   ValidateFreeze(c);

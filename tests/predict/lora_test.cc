@@ -212,9 +212,20 @@ TEST(LoraValidation, EachKeyIsRefusedWithTheKeyAndTheRemedy) {
   const std::string rank = PresetError(
       "llama-tiny", {"--lora-rank", "0", "--lora-targets", "q_proj"});
   EXPECT_TRUE(Has(rank,
-                  "--lora-rank: lora.rank 0: the adapters' rank must "
-                  "be at least 1"))
+                  "--lora-targets: lora.targets is set, but lora.rank is 0 "
+                  "(no adapters)"))
       << rank;
+  const std::string alone = PresetError("llama-tiny", {"--lora-alpha", "16"});
+  EXPECT_TRUE(Has(alone, "--lora-alpha: lora.alpha is set, but lora.rank is 0"))
+      << alone;
+  const std::string checkpointed =
+      PresetError("llama-tiny", {"--lora-rank", "4", "--lora-targets", "q_proj",
+                                 "--train.activation_checkpointing", "blocks"});
+  EXPECT_TRUE(Has(checkpointed,
+                  "--train.activation_checkpointing: "
+                  "train.activation_checkpointing blocks with LoRA adapters "
+                  "(lora.rank 4) is not predicted yet"))
+      << checkpointed;
   const std::string negative = PresetError(
       "llama-tiny", {"--lora.rank", "-2", "--lora-targets", "q_proj"});
   EXPECT_TRUE(Has(negative, "--lora.rank: lora.rank -2")) << negative;
