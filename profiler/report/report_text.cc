@@ -364,9 +364,10 @@ ReportTable StepsTable(const RunView& view) {
   }
   if (left_out > 0) {
     table.notes.push_back(
-        RankHeader(first) + ": " + std::to_string(left_out) +
-        " steps not listed (profile --keep-steps keeps the first, the "
-        "steady-state peak's and the last in detail); their peaks ranged " +
+        RankHeader(first) + ": " + Plural(left_out, "step") +
+        " not listed (kept in detail: step 1, the steady-state peak's and "
+        "the last, as many as profile --keep-steps says); their peaks "
+        "ranged " +
         HumanBytes(lowest) + " to " + HumanBytes(highest) +
         ". rank-<r>.json lists every step.");
   }
