@@ -146,6 +146,12 @@ void RequireCheckOutputs(const CheckOptions& options,
                        (is_directory ? "is not writable" : "does not exist") +
                        "; create it or choose another path");
     }
+    if (fs::is_directory(*path, error)) {
+      throw InputError(
+          std::string(flag) + " " + *path +
+          ": a directory; give a file's path (" + *path +
+          (std::string(flag) == "--json" ? "/check.json)" : "/check.md)"));
+    }
     if (fs::equivalent(*path, options.baseline_path, error)) {
       throw InputError(std::string(flag) + " " + *path +
                        ": that is the baseline the run is checked against, "

@@ -647,18 +647,14 @@ TEST(FitCommand, ExitCodesAndBadInput) {
   EXPECT_NE(over.output.find("verdict: model-state-overflow"),
             std::string::npos)
       << over.output;
-  const CommandResult bad =
-      RunMemprof("fit --config " + kTiny + " --budget 12XB");
-  EXPECT_EQ(bad.exit_code, kExitBadInput);
-  EXPECT_NE(bad.output.find("--budget 12XB: expected a size"),
-            std::string::npos)
-      << bad.output;
-  const CommandResult zero =
-      RunMemprof("fit --config " + kTiny + " --budget 0GiB");
-  EXPECT_EQ(zero.exit_code, kExitBadInput);
-  EXPECT_NE(zero.output.find("--budget 0GiB: a size of 0 bytes holds nothing"),
-            std::string::npos)
-      << zero.output;
+  for (const auto& [budget, expected] :
+       {std::pair{"12XB", "--budget 12XB: expected a size"},
+        std::pair{"0GiB", "--budget 0GiB: a size of 0 bytes holds nothing"}}) {
+    const CommandResult bad =
+        RunMemprof("fit --config " + kTiny + " --budget " + budget);
+    EXPECT_EQ(bad.exit_code, kExitBadInput);
+    EXPECT_NE(bad.output.find(expected), std::string::npos) << bad.output;
+  }
   EXPECT_EQ(RunMemprof("fit --config " + kTiny).exit_code, kExitBadInput);
   // Note [Countable sizes]: once "fits ... peaks at -2677055 TiB", exit 0.
   const CommandResult huge = RunMemprof(

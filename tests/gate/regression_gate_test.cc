@@ -635,6 +635,17 @@ TEST_F(RegressionGateTest,
             std::string::npos)
       << missing.output;
   EXPECT_FALSE(fs::exists(Path("run")));
+  fs::create_directories(Path("tables"));
+  const CommandResult directory = RunMemprof(
+      std::string("profile --config ") + kTiny + " --out " + Path("run") +
+      " --check " + baseline + " --json " + Path("tables"));
+  EXPECT_EQ(directory.exit_code, 2) << directory.output;
+  EXPECT_NE(directory.output.find("--json " + Path("tables") +
+                                  ": a directory; give a file's path (" +
+                                  Path("tables") + "/check.json)"),
+            std::string::npos)
+      << directory.output;
+  EXPECT_FALSE(fs::exists(Path("run")));
   const CommandResult same =
       RunMemprof(std::string("profile --config ") + kTiny + " --out " +
                  Path("run") + " --check " + baseline + " --markdown " +
