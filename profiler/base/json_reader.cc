@@ -65,8 +65,14 @@ std::string DescribeJson(const Json& value) {
       return value.get<bool>() ? "true" : "false";
     case Json::value_t::string:
       return "'" + Shorten(value.get_ref<const std::string&>()) + "'";
-    case Json::value_t::number_float:
-      return "the fraction " + value.dump();
+    case Json::value_t::number_float: {
+      // 64.0, or an integer too large for 64 bits: a number, not a fraction.
+      const double number = value.get<double>();
+      return (std::isfinite(number) && number == std::floor(number)
+                  ? "the number "
+                  : "the fraction ") +
+             value.dump();
+    }
     case Json::value_t::number_integer:
     case Json::value_t::number_unsigned:
       return value.dump();
@@ -94,7 +100,17 @@ Json JsonReader::Parse(const std::string& text) const {
   try {
     return Json::parse(text);
   } catch (const Json::parse_error& e) {
-    const bool truncated = e.byte >= text.size();
+    // Ended inside a value, not at a wrong closing bracket ("1,}": the
+    // '}' after a trailing comma is the file's last byte, yet nothing is
+    // missing).
+    const size_t last = text.find_last_not_of(" \t\r\n");
+    const bool closed = last != std::string::npos &&
+                        (text[last] == '}' || text[last] == ']') &&
+                        e.byte > last;
+    const bool truncated =
+        std::string(e.what()).find("unexpected end of input") !=
+            std::string::npos ||
+        (e.byte >= text.size() && !closed);
     Fail("", std::string(truncated ? "the file ends early (truncated?): "
                                    : "not valid JSON: ") +
                  Untagged(e.what()));

@@ -45,15 +45,18 @@ std::string RankHeader(const RankReport& rank) {
 }
 
 // "4", or "4 configured, stopped in step 2 (out of memory)", "... stopped
-// before step 1 (killed)".
+// before step 1 (killed)", "(killed or failed)" when the
+// capture cannot tell why.
 std::string StepsRun(const RankReport& rank) {
   const int64_t configured = rank.context.config.train.steps;
   if (!rank.steps.empty() && rank.steps.back().completed) {
     return std::to_string(configured);
   }
-  const std::string cause = rank.out_of_memory ? "out of memory"
-                            : rank.post_mortem ? "killed"
-                                               : "cut short";
+  const std::string cause = rank.out_of_memory  ? "out of memory"
+                            : !rank.post_mortem ? "cut short"
+                            : rank.post_mortem->killed_by == "unknown"
+                                ? "killed or failed"
+                                : "killed";
   return std::to_string(configured) + " configured, stopped " +
          (rank.steps.empty()
               ? std::string("before step 1")

@@ -212,6 +212,13 @@ TEST(HfConfigTest, RefusesWhatItCannotMapNamingTheFileAndField) {
       {"{\"architectures\": [", "cfg.json: the file ends early (truncated?)"},
       {"{\"architectures\": [\"LlamaForCausalLM\"],, \"x\": 1}",
        "cfg.json: not valid JSON"},
+      // A trailing comma ends the file on the '}', yet nothing is missing.
+      {"{\"architectures\": [\"LlamaForCausalLM\"],}",
+       "cfg.json: not valid JSON: parse error at line 1, column 40"},
+      {llama + R"(, "hidden_size": 64.0})",
+       "cfg.json: hidden_size: expected an integer in [1, "},
+      {llama + R"(, "hidden_size": 99999999999999999999999})",
+       "got the number 9.999999999999999e+22"},
       {"[1, 2]", "cfg.json: expected a JSON object, got an array"},
       {R"({"hidden_size": 64})", "cfg.json: missing 'architectures'"},
       {R"({"architectures": ["MixtralForCausalLM"]})",

@@ -71,6 +71,8 @@ for delay in $delays; do
   fi
   grep -q "stopped without its report (killed, or failed: the capture cannot tell which), recovered from the capture" "$dir/report.md" ||
     { echo "run $n: report.md does not mark the rank killed"; exit 1; }
+  grep -Eq "stopped (in|before) step [0-9]+ \(killed or failed\)" "$dir/report.md" ||
+    { echo "run $n: report.md's steps line names a cause it cannot know"; exit 1; }
   echo "run $n: killed ${delay} ms in: $(python3 -c "import json; p = json.load(open('$dir/rank-0.json'))['post_mortem']; print(p['records'], 'records, step', p['step'], p['phase'])"): same as the replay"
 done
 
