@@ -98,7 +98,7 @@ int RecoverKilledRanks(const std::string& dir,
     try {
       const RankReport report = RecoverRankReport(
           entry.path().string(),
-          signal == killed_by.end() ? "unknown" : signal->second);
+          signal == killed_by.end() ? kUnknownEnding : signal->second);
       WriteFileAtomically(report_path, ToJson(report).dump(2) + "\n");
       const PostMortemFigures& p = *report.post_mortem;
       err << "memprof: rank " << rank << " " << EndingOf(p.killed_by)

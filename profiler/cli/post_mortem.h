@@ -12,7 +12,7 @@ namespace memprof {
 
 // Writes DIR/rank-<r>.json (atomically) for each DIR/capture-<r>.bin
 // without one; `killed_by` names the signal of the ranks the caller saw
-// die ("unknown" for the others). Says what it recovered on `err`; a
+// die (kUnknownEnding for the others). Says what it recovered on `err`; a
 // capture it cannot read is named there and left alone. Returns the ranks
 // recovered.
 int RecoverKilledRanks(const std::string& dir,

@@ -211,10 +211,14 @@ struct HookFigures {
 // post_mortem (since memprof.rank/1.7): a rank killed mid-run whose report
 // was recovered from its capture file (Note [Post-mortem]); the highest
 // live total is run_peak, the live bytes at the end are categories.end.
+// PostMortemFigures::killed_by of a rank recovered by `memprof report`,
+// which cannot tell how it ended (its launcher could).
+inline constexpr const char* kUnknownEnding = "unknown";
+
 struct PostMortemFigures {
   // How the rank ended: "signal 9 (Killed)", "stopped by the launcher",
-  // "exited with code 3" (on its own, without its report); "unknown" when
-  // not told.
+  // "exited with code 3" (on its own, without its report); kUnknownEnding
+  // when not told.
   std::string killed_by;
   int64_t records = 0;  // committed records read
   bool torn_record_dropped = false;

@@ -54,7 +54,7 @@ std::string StepsRun(const RankReport& rank) {
   }
   const std::string cause = rank.out_of_memory  ? "out of memory"
                             : !rank.post_mortem ? "cut short"
-                            : rank.post_mortem->killed_by == "unknown"
+                            : rank.post_mortem->killed_by == kUnknownEnding
                                 ? "killed or failed"
                                 : "killed";
   return std::to_string(configured) + " configured, stopped " +
@@ -447,8 +447,7 @@ std::string EndingOf(const std::string& killed_by) {
   if (killed_by.rfind("exited", 0) == 0) {
     return killed_by + " before writing its report";
   }
-  // Recovered by memprof report, not by its launcher, which knows why.
-  if (killed_by == "unknown") {
+  if (killed_by == kUnknownEnding) {
     return "stopped without its report (killed, or failed: the capture "
            "cannot tell which)";
   }

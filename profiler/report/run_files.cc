@@ -25,14 +25,12 @@ void RequireRecoveredReport(const std::string& dir, int rank) {
     throw InputError("--run " + dir + ": cannot read it: " + error.message());
   }
   if (!capture) return;
-  throw RunFailure("--run " + dir + ": no rank-" + r + ".json, but capture-" +
-                   r +
-                   ".bin: the run stopped "
-                   "before rank " +
-                   r +
-                   " wrote its report (killed, or out "
-                   "of disk). A failed run has no figures to gate or to keep "
-                   "as a baseline; 'memprof report --run " +
+  const std::string stopped = "no rank-" + r + ".json, but capture-" + r +
+                              ".bin: the run stopped before rank " + r +
+                              " wrote its report (killed, or out of disk)";
+  throw RunFailure("--run " + dir + ": " + stopped +
+                   ". A failed run has no figures to gate or to keep as a "
+                   "baseline; 'memprof report --run " +
                    dir +
                    "' recovers its reports from the capture and says why it "
                    "stopped");
