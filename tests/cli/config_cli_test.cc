@@ -13,6 +13,7 @@
 
 #include "profiler/base/effective_config.h"
 #include "profiler/base/errors.h"
+#include "tests/input_error_of.h"
 #include "tests/temp_dir.h"
 
 namespace memprof {
@@ -394,23 +395,15 @@ TEST_F(ConfigCliTest, NoFlagIsTakenFromAPrefix) {
     EXPECT_NE(error.find("unknown flag " + expected), std::string::npos)
         << error;
   }
-  const auto error_of = [](auto parse) {
-    try {
-      parse();
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(InputErrorOf([&] {
               ParseFitArgs({"--config", path, "--bud", "1GiB"});
             }).find("unknown flag '--bud'; did you mean --budget?"),
             std::string::npos);
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(InputErrorOf([] {
               ParseCheckArgs({"--base", "b.json", "--run", "r"});
             }).find("unknown flag '--base'; did you mean --baseline?"),
             std::string::npos);
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(InputErrorOf([] {
               ParseReportArgs({"--ru", "r"});
             }).find("unknown flag '--ru'"),
             std::string::npos);
@@ -464,12 +457,9 @@ TEST_F(ConfigCliTest, AFlagThatTookTheNextFlagAsItsValueIsNamed) {
   EXPECT_NE(ErrorOf({"--config", path, "--freeze", "--micro-batch", "2"})
                 .find("--freeze took the next flag, '--micro-batch'"),
             std::string::npos);
-  std::string check;
-  try {
+  const std::string check = InputErrorOf([] {
     ParseCheckArgs({"--baseline", "--run", "r"});
-  } catch (const InputError& e) {
-    check = e.what();
-  }
+  });
   EXPECT_NE(check.find("--baseline took the next flag, '--run'"),
             std::string::npos)
       << check;
@@ -673,16 +663,11 @@ TEST_F(ConfigCliTest, ASweepRefusesAMicroBatch) {
     std::vector<std::string> words = {
         "--config", path, "--global-batch", "8", "--world-sizes", "1,2"};
     words.insert(words.end(), flag.begin(), flag.end());
-    try {
-      ParseSweepArgs(words);
-      ADD_FAILURE() << flag[0] << " accepted";
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(
-                    "is not a sweep flag: each world size N runs at "
-                    "micro-batch G/(N K)"),
-                std::string::npos)
-          << e.what();
-    }
+    const std::string error = InputErrorOf([&] { ParseSweepArgs(words); });
+    EXPECT_NE(error.find("is not a sweep flag: each world size N runs at "
+                         "micro-batch G/(N K)"),
+              std::string::npos)
+        << flag[0] << ": " << error;
   }
 }
 
