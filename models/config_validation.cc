@@ -71,6 +71,16 @@ void ValidateGpt(const GptConfig& g) {
   RequireSize("gpt.heads", g.heads);
   RequireSize("gpt.seq_len", g.seq_len);
   RequireSize("gpt.vocab", g.vocab);
+  if (g.positions != 0) RequireSize("gpt.positions", g.positions);
+  if (g.positions > 0 && g.seq_len > g.positions) {
+    throw ConfigError("gpt.seq_len",
+                      "gpt.seq_len " + std::to_string(g.seq_len) +
+                          " is longer than gpt.positions " +
+                          std::to_string(g.positions) +
+                          ": the position table has one row per position; "
+                          "set gpt.seq_len to at most " +
+                          std::to_string(g.positions));
+  }
   if (g.d_model % g.heads != 0) {
     throw ConfigError("gpt.heads", "gpt.heads " + std::to_string(g.heads) +
                                        " does not divide gpt.d_model " +

@@ -77,7 +77,8 @@ GptImpl::GptImpl(const GptConfig& c, bool checkpoint_blocks,
                  const LoraConfig& lora)
     : dropout_(c.dropout), checkpoint_blocks_(checkpoint_blocks) {
   wte_ = register_module("wte", torch::nn::Embedding(c.vocab, c.d_model));
-  wpe_ = register_module("wpe", torch::nn::Embedding(c.seq_len, c.d_model));
+  wpe_ =
+      register_module("wpe", torch::nn::Embedding(GptPositions(c), c.d_model));
   for (int64_t i = 0; i < c.layers; ++i) h_->push_back(GptBlock(c, lora));
   register_module("h", h_);
   ln_f_ = register_module("ln_f", MakeLayerNorm(c.d_model));

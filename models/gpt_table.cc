@@ -71,13 +71,13 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
   SizeTable t;
   t.symbols =
       "B = micro-batch, T = gpt.seq_len, d = gpt.d_model, "
-      "h = gpt.heads, L = gpt.layers, V = gpt.vocab";
+      "h = gpt.heads, L = gpt.layers, V = gpt.vocab, N = gpt.positions";
   const auto p = RowKind::kParameter, s = RowKind::kSaved;
   const int64_t d = c.d_model, T = c.seq_len, h = c.heads, hd = d / h;
   const bool dropout = c.dropout > 0;
 
   t.Add("wte.weight", p, {c.vocab, d}, "[V, d]", f);
-  t.Add("wpe.weight", p, {T, d}, "[T, d]", f);
+  t.Add("wpe.weight", p, {GptPositions(c), d}, "[N, d]", f);
   for (int64_t i = 0; i < c.layers; ++i) {
     const std::string n = "h." + std::to_string(i) + ".";
     t.Add(n + "ln_1.weight", p, {d}, "[d]", f);

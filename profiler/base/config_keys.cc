@@ -56,6 +56,11 @@ std::vector<ConfigKey> BuildTable() {
        {},
        "tokens per sample",
        kModelSize},
+      {"gpt.positions",
+       MEMPROF_FIELD(gpt.positions),
+       {},
+       "rows of the position table, the longest sequence the model takes "
+       "(0: gpt.seq_len)"},
       {"gpt.vocab",
        MEMPROF_FIELD(gpt.vocab),
        {},
@@ -289,6 +294,10 @@ std::string ConfigValueText(const ConfigKey& key, const RunConfig& config) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", *std::get<double*>(field));
   return text;
+}
+
+bool IsModelSizeKey(const ConfigKey& key) {
+  return std::string(key.default_text) == kModelSize;
 }
 
 std::string ConfigDefaultText(const ConfigKey& key) {

@@ -51,6 +51,10 @@ const ConfigKey* FindConfigKey(const std::string& name);
 // "0.001", "true").
 std::string ConfigValueText(const ConfigKey& key, const RunConfig& config);
 
+// A size of the model that a run must give when its model is the key's
+// section (gpt.layers; not gpt.dropout or gpt.positions, which default).
+bool IsModelSizeKey(const ConfigKey& key);
+
 // What a run gets when the key is not given: default_text, or the value
 // in a default RunConfig.
 std::string ConfigDefaultText(const ConfigKey& key);

@@ -26,6 +26,10 @@ std::string DdpBackend(const RunConfig& c) {
   return c.train.device == "cuda" ? "nccl" : "gloo";
 }
 
+int64_t GptPositions(const GptConfig& c) {
+  return c.positions > 0 ? c.positions : c.seq_len;
+}
+
 int64_t KeyValueHeads(const LlamaConfig& c) {
   return c.num_key_value_heads > 0 ? c.num_key_value_heads
                                    : c.num_attention_heads;
@@ -41,9 +45,13 @@ namespace {
 
 nlohmann::json ModelSectionJson(const RunConfig& c) {
   if (c.model == "gpt") {
-    return {{"layers", c.gpt.layers}, {"d_model", c.gpt.d_model},
-            {"heads", c.gpt.heads},   {"seq_len", c.gpt.seq_len},
-            {"vocab", c.gpt.vocab},   {"dropout", c.gpt.dropout}};
+    return {{"layers", c.gpt.layers},
+            {"d_model", c.gpt.d_model},
+            {"heads", c.gpt.heads},
+            {"seq_len", c.gpt.seq_len},
+            {"vocab", c.gpt.vocab},
+            {"dropout", c.gpt.dropout},
+            {"positions", GptPositions(c.gpt)}};
   }
   if (c.model == "llama") {
     const LlamaConfig& l = c.llama;

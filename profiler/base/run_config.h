@@ -27,6 +27,11 @@ struct GptConfig {
   int64_t seq_len = 1024;
   int64_t vocab = 50257;
   double dropout = 0;  // in [0, 1)
+  // Rows of the position table: the longest sequence the model takes, as
+  // GPT-2's n_positions (1024 for every released size). 0: seq_len rows.
+  // Training on shorter sequences leaves the table, and the weights, as
+  // they are.
+  int64_t positions = 0;
 };
 
 // Llama-family decoders (Llama, Mistral, Qwen2), keys named as in a
@@ -52,7 +57,9 @@ struct LlamaConfig {
   int64_t seq_len = 2048;  // tokens per sample
 };
 
-// num_key_value_heads and head_dim with their defaults resolved.
+// gpt.positions, num_key_value_heads and head_dim with their defaults
+// resolved.
+int64_t GptPositions(const GptConfig& config);
 int64_t KeyValueHeads(const LlamaConfig& config);
 int64_t HeadDim(const LlamaConfig& config);
 

@@ -463,23 +463,10 @@ void RefuseOtherModels(const RunConfig& config, const po::variables_map& cli,
 // "model = gpt" would otherwise be GPT-2 small at micro-batch 8, and no
 // --config at all a built-in MLP). Every other key (steps, optimizer, lr,
 // dtype, DDP) has a default, shown with its origin in the effective config
-// at the top of every run and in its reports. gpt.dropout is not a size
-// key: its default, 0, is no dropout. Nor are llama's keys that
-// config.json may leave out (kLlamaOptionalKeys): they default as the
-// Hugging Face classes do.
-constexpr const char* kLlamaOptionalKeys[] = {
-    "llama.num_key_value_heads", "llama.head_dim",  "llama.tie_word_embeddings",
-    "llama.attention_bias",      "llama.qkv_bias",  "llama.mlp_bias",
-    "llama.rms_norm_eps",        "llama.rope_theta"};
-
-bool IsOptionalKey(const std::string& key) {
-  if (key == "gpt.dropout") return true;
-  for (const char* optional : kLlamaOptionalKeys) {
-    if (key == optional) return true;
-  }
-  return false;
-}
-
+// at the top of every run and in its reports. The size keys are those the
+// key table marks so (IsModelSizeKey); gpt.dropout (default 0, no
+// dropout), gpt.positions (default gpt.seq_len) and llama's keys that a
+// config.json may leave out default, as the Hugging Face classes do.
 void RequireModelChoice(const RunConfig& config, const std::string& command,
                         const std::string& path) {
   // `path`: the config file, or the config.json when there is none.
@@ -502,7 +489,7 @@ void RequireModelChoice(const RunConfig& config, const std::string& command,
   std::string missing;
   for (const ConfigEntry& entry : EffectiveConfig(config)) {
     if (entry.key.rfind(config.model + ".", 0) == 0 &&
-        !IsOptionalKey(entry.key) && !given(entry.key)) {
+        IsModelSizeKey(*FindConfigKey(entry.key)) && !given(entry.key)) {
       missing += (missing.empty() ? "" : ", ") + entry.key;
     }
   }

@@ -139,7 +139,10 @@ void MapGpt2(const Json& doc, Mapper& m) {
   const int64_t width = m.Size("gpt.d_model", "n_embd");
   m.Size("gpt.heads", "n_head");
   m.Size("gpt.vocab", "vocab_size");
-  m.Size("gpt.seq_len", "n_positions");
+  // The table keeps n_positions rows whatever length the run trains at;
+  // the run trains at the full context unless --gpt.seq_len says less.
+  const int64_t positions = m.Size("gpt.positions", "n_positions");
+  m.Set("gpt.seq_len", std::to_string(positions), "n_positions");
   if (Has(doc, "n_inner") &&
       m.reader().Integer(doc, "", "n_inner", 1, kMaxSize) != 4 * width) {
     m.Refuse("n_inner", "memprof's GPT has an MLP of 4 * n_embd = " +

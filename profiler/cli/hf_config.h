@@ -34,8 +34,9 @@ namespace memprof {
 //   training length): it comes from --config or --llama.seq_len.
 // - GPT2LMHeadModel: model = gpt; n_layer, n_embd, n_head, vocab_size and
 //   n_positions become gpt.layers, gpt.d_model, gpt.heads, gpt.vocab and
-//   gpt.seq_len (memprof's GPT learns one position per token of seq_len,
-//   as GPT-2's table has n_positions rows); the three dropout
+//   gpt.positions (the position table's rows); n_positions is also
+//   gpt.seq_len's default, which --gpt.seq_len may lower without changing
+//   the weights; the three dropout
 //   probabilities (default 0.1) must agree and become gpt.dropout.
 // Any other architecture is refused, naming the supported ones.
 //

@@ -183,6 +183,13 @@ std::vector<ContextDifference> CompareContexts(const RunContext& baseline,
     a.emplace(key, value);
     b.emplace(key, value);
   }
+  // gpt.positions (memprof.rank/1.13): absent, the table had seq_len rows.
+  for (std::map<std::string, Json>* config : {&a, &b}) {
+    const auto seq_len = config->find("gpt.seq_len");
+    if (seq_len != config->end()) {
+      config->emplace("gpt.positions", seq_len->second);
+    }
+  }
   std::map<std::string, std::pair<std::string, std::string>> changed;
   for (const auto& [key, value] : a) {
     const auto it = b.find(key);

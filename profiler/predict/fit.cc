@@ -188,8 +188,14 @@ std::vector<FitLever> SameTrainingLevers(const RunConfig& config,
     RunConfig changed = config;
     std::string key, what = "the longest sequence that fits";
     if (config.model == "gpt") {
+      // Shorter sequences, the same model: the position table keeps its
+      // rows, pinned by the flags when they came from seq_len.
       size_of_config = &changed.gpt.seq_len;
-      key = "--gpt.seq_len ";
+      changed.gpt.positions = GptPositions(config.gpt);
+      key = (config.gpt.positions == 0
+                 ? "--gpt.positions " + std::to_string(config.gpt.seq_len) + " "
+                 : "") +
+            "--gpt.seq_len ";
     } else if (config.model == "llama") {
       size_of_config = &changed.llama.seq_len;
       key = "--llama.seq_len ";

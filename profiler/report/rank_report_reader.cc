@@ -187,6 +187,9 @@ RunConfig RankReportReader::Config(const Json& c,
                   r_.Bytes(m, model_where, "seq_len"),
                   r_.Bytes(m, model_where, "vocab"),
                   r_.Number(m, model_where, "dropout")};
+    config.gpt.positions =
+        Optional(m, "positions", int64_t{0},  // since 1.13
+                 [&] { return r_.Bytes(m, model_where, "positions"); });
   } else if (config.model == "llama") {
     const Json& m = r_.Object(c, where, "llama");
     LlamaConfig& l = config.llama;

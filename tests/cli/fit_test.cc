@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "profiler/base/errors.h"
@@ -89,6 +90,35 @@ TEST(Fit, ShortensALlamaSequence) {
   EXPECT_GT(PredictedPeakAt(longer, 1), budget) << "the longest: " << t;
 }
 
+// A shorter sequence trains the same model: for a config whose position
+// table follows seq_len (gpt-tiny), the lever's flags pin the table, so
+// running them gives the lever's figure.
+TEST(Fit, ShorterSequenceLeverKeepsThePositionTable) {
+  const std::string tiny = MEMPROF_SOURCE_DIR "/configs/gpt-tiny.ini";
+  const RunConfig config =
+      ParseFitArgs({"--config", tiny, "--budget", "1"}).config;
+  ASSERT_EQ(config.gpt.positions, 0);
+  const int64_t budget = PredictedPeakAt(config, MicroBatch(config)) - 1;
+  const FitAnswer a = FitOf(tiny, budget);
+  const FitLever* shorter = nullptr;
+  for (const FitLever& lever : a.levers) {
+    if (lever.flags.find("--gpt.seq_len ") != std::string::npos) {
+      shorter = &lever;
+    }
+  }
+  ASSERT_NE(shorter, nullptr) << FormatFit(a, config);
+  const std::string pin =
+      "--gpt.positions " + std::to_string(config.gpt.seq_len) + " ";
+  ASSERT_EQ(shorter->flags.rfind(pin, 0), 0u) << shorter->flags;
+  std::vector<std::string> words = {"--config", tiny, "--budget", "1"};
+  std::istringstream flags(shorter->flags);
+  for (std::string word; flags >> word;) words.push_back(word);
+  const RunConfig lever = ParseFitArgs(words).config;
+  EXPECT_LT(lever.gpt.seq_len, config.gpt.seq_len);
+  EXPECT_EQ(PredictedPeakAt(lever, MicroBatch(lever)), shorter->peak_bytes);
+  EXPECT_LE(shorter->peak_bytes, budget);
+}
+
 // Note [Fit levers]: gpt2-small at micro-batch 1 (T = 1024) does not fit
 // 3 GiB, though its model state (2.32 GiB) does: checkpointing and a
 // shorter sequence would, each the longest that does; ZeRO needs ranks.
@@ -114,6 +144,11 @@ TEST(Fit, NamesTheLeversThatFitInOrder) {
                     std::to_string(std::stoll(t) + 1)})
           .config;
   EXPECT_GT(PredictedPeakAt(longer, 1), budget) << "the longest: " << t;
+  const RunConfig at_t =
+      ParseFitArgs({"--config", gpt2, "--budget", "1", "--gpt.seq_len", t})
+          .config;
+  EXPECT_EQ(at_t.gpt.positions, 1024) << "the table keeps GPT-2's rows";
+  EXPECT_EQ(PredictedPeakAt(at_t, 1), a.levers[1].peak_bytes);
   EXPECT_NE(FormatFit(a, checkpointed).find("levers that fit, in order"),
             std::string::npos);
 

@@ -11,9 +11,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "models/size_table.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
 #include "profiler/cli/config_cli.h"
+#include "tests/input_error_of.h"
 #include "tests/run_command.h"
 #include "tests/temp_dir.h"
 
@@ -188,8 +190,8 @@ TEST(HfConfigTest, MapsGpt2OntoTheGptKeys) {
   const HfConfig hf = HfConfigOf("cfg.json", kGpt2Tiny);
   const Keys expected = {{"model", "gpt"},      {"gpt.layers", "2"},
                          {"gpt.d_model", "64"}, {"gpt.heads", "4"},
-                         {"gpt.vocab", "256"},  {"gpt.seq_len", "32"},
-                         {"gpt.dropout", "0.0"}};
+                         {"gpt.vocab", "256"},  {"gpt.positions", "32"},
+                         {"gpt.seq_len", "32"}, {"gpt.dropout", "0.0"}};
   EXPECT_EQ(KeysOf(hf), expected);
   // GPT2Config's dropout default, 0.1, for each probability not given.
   const Keys keys = KeysOf(HfConfigOf(
@@ -350,6 +352,34 @@ TEST_F(HfConfigCliTest, FlagsOverTheIniOverTheJson) {
   EXPECT_EQ(defaults.config.gpt.dropout, 0.1);
   EXPECT_EQ(defaults.config.origins.at("gpt.dropout"),
             bare + ": embd_pdrop absent: Hugging Face's default");
+}
+
+// GPT-2 trained on sequences shorter than n_positions keeps its table of
+// n_positions rows: --gpt.seq_len changes the activations, not the
+// weights; a sequence longer than the table is refused.
+TEST_F(HfConfigCliTest, ShorterSequencesKeepGpt2sPositionTable) {
+  const std::string json = Write("config.json", kGpt2Tiny);
+  const RunConfig full =
+      ParseProfileArgs({"--hf-config", json, "--micro-batch", "1"}).config;
+  const RunConfig shorter =
+      ParseProfileArgs(
+          {"--hf-config", json, "--micro-batch", "1", "--gpt.seq_len", "8"})
+          .config;
+  EXPECT_EQ(full.gpt.seq_len, 32);
+  EXPECT_EQ(shorter.gpt.seq_len, 8);
+  EXPECT_EQ(shorter.gpt.positions, 32);
+  EXPECT_EQ(shorter.origins.at("gpt.positions"), json + ": n_positions");
+  EXPECT_EQ(BuildSizeTable(shorter, 1).Elements(RowKind::kParameter),
+            BuildSizeTable(full, 1).Elements(RowKind::kParameter));
+  EXPECT_LT(BuildSizeTable(shorter, 1).Bytes(RowKind::kSaved),
+            BuildSizeTable(full, 1).Bytes(RowKind::kSaved));
+  EXPECT_EQ(InputErrorOf([&] {
+              ParseProfileArgs({"--hf-config", json, "--micro-batch", "1",
+                                "--gpt.seq_len", "33"});
+            }),
+            "--gpt.seq_len: gpt.seq_len 33 is longer than gpt.positions 32: "
+            "the position table has one row per position; set gpt.seq_len "
+            "to at most 32");
 }
 
 // fit --measure and sweep run `memprof profile` with the same config.json.

@@ -227,6 +227,21 @@ TEST(RegressionCheck, ConfigChangeIsAnErrorUnlessAllowedAndSourceIsIgnored) {
   EXPECT_EQ(allowed.regressed, 0);
 }
 
+// A gpt baseline written before gpt.positions (memprof.rank/1.13) had a
+// position table of seq_len rows: absent, positions reads as seq_len.
+TEST(RegressionCheck, AbsentGptPositionsIsTheBaselinesSeqLen) {
+  Baseline baseline = SyntheticBaseline(2, kP);
+  baseline.run.context.config["gpt"] = {{"seq_len", 32}};
+  RunFigures now = baseline.run;
+  now.context.config["gpt"]["positions"] = 32;
+  EXPECT_EQ(Compare(baseline, now).config_changes.size(), 0u);
+  now.context.config["gpt"]["positions"] = 1024;
+  EXPECT_NE(InputErrorOf([&] {
+              Compare(baseline, now);
+            }).find("config.gpt.positions: baseline 32, run 1024"),
+            std::string::npos);
+}
+
 TEST(RegressionCheck, TableMarkdownAndJsonCarryEveryRow) {
   const Baseline baseline = SyntheticBaseline(2, kP);
   RunFigures now = baseline.run;

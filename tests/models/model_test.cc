@@ -72,6 +72,8 @@ INSTANTIATE_TEST_SUITE_P(
         ModelCase{"gpt-tiny",
                   {"--gpt.layers", "3", "--gpt.d_model", "48", "--gpt.heads",
                    "6", "--gpt.seq_len", "17", "--gpt.vocab", "101"}},
+        // A position table longer than the sequences it trains on.
+        ModelCase{"gpt-tiny", {"--gpt.positions", "40"}},
         ModelCase{"llama-tiny", {}}, ModelCase{"llama-odd", {}},
         ModelCase{"llama-odd",
                   {"--llama.attention_bias", "true", "--llama.mlp_bias", "true",

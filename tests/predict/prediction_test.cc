@@ -31,15 +31,23 @@ TEST(SizeTable, PresetsHaveThePublishedParameterCounts) {
 }
 
 TEST(SizeTable, GptParametersFollowTheClosedForm) {
-  // P = V d + T d + L (12 d^2 + 13 d) + 2 d
-  for (const auto& [layers, d, heads, t, v] :
-       std::vector<std::array<int64_t, 5>>{{2, 64, 4, 32, 256},
-                                           {3, 48, 6, 17, 101},
-                                           {24, 2048, 16, 2048, 50257}}) {
-    GptConfig c{layers, d, heads, t, v, 0};
-    EXPECT_EQ(GptSizeTable(c, 1).Elements(RowKind::kParameter),
-              v * d + t * d + layers * (12 * d * d + 13 * d) + 2 * d);
+  // P = V d + N d + L (12 d^2 + 13 d) + 2 d, N = gpt.positions (seq_len
+  // when 0): the sequence length itself leaves P as it is.
+  for (const auto& [layers, d, heads, t, v, n] :
+       std::vector<std::array<int64_t, 6>>{{2, 64, 4, 32, 256, 0},
+                                           {3, 48, 6, 17, 101, 0},
+                                           {3, 48, 6, 17, 101, 40},
+                                           {12, 768, 12, 256, 50257, 1024},
+                                           {24, 2048, 16, 2048, 50257, 0}}) {
+    GptConfig c{layers, d, heads, t, v, 0, n};
+    EXPECT_EQ(
+        GptSizeTable(c, 1).Elements(RowKind::kParameter),
+        v * d + (n > 0 ? n : t) * d + layers * (12 * d * d + 13 * d) + 2 * d);
   }
+  // GPT-2 small trained on 256 tokens is still GPT-2 small.
+  EXPECT_EQ(GptSizeTable(GptConfig{12, 768, 12, 256, 50257, 0, 1024}, 1)
+                .Elements(RowKind::kParameter),
+            124439808);
 }
 
 // docs/prediction.md's formula for GPT activations, fp32, no dropout: per
@@ -89,6 +97,37 @@ TEST(SizeTable, CheckpointedGptKeepsOneInputPerBlock) {
       EXPECT_EQ(checkpointed.blocks, c.layers);
       EXPECT_EQ(plain.blocks, 0);
     }
+  }
+}
+
+// docs/mixed-precision-and-checkpointing.md's formulas for a checkpointed
+// GPT (fp32, no dropout): held = L 4BTd + 8BTd + 8BT + 4BTV + T^2 + 8T + 8;
+// at most = max(held, L 4BTd + (64BTd + 4BhT^2 + 16BT) + T^2 + 8T + 4).
+TEST(Prediction, CheckpointedGptActivationsAreTheDocFormula) {
+  for (const std::vector<std::string>& extra :
+       std::vector<std::vector<std::string>>{
+           {"--micro-batch", "1"},
+           {"--micro-batch", "4"},
+           {"--micro-batch", "3", "--gpt.layers", "5", "--gpt.d_model", "96",
+            "--gpt.heads", "3", "--gpt.seq_len", "40", "--gpt.vocab", "77"},
+           {"--micro-batch", "2", "--gpt.vocab", "50257"}}) {
+    std::vector<std::string> words = extra;
+    words.insert(words.end(), {"--train.activation_checkpointing", "blocks"});
+    const RunConfig config = PresetConfig("gpt-tiny", words);
+    const GptConfig& c = config.gpt;
+    const int64_t B = MicroBatch(config), T = c.seq_len, d = c.d_model,
+                  h = c.heads, L = c.layers, V = c.vocab;
+    const int64_t held = L * 4 * B * T * d + 8 * B * T * d + 8 * B * T +
+                         4 * B * T * V + T * T + 8 * T + 8;
+    const int64_t at_most =
+        std::max(held, L * 4 * B * T * d +
+                           (64 * B * T * d + 4 * B * h * T * T + 16 * B * T) +
+                           T * T + 8 * T + 4);
+    const Prediction p = Predict(config);
+    // Early backward: what forward left for it.
+    EXPECT_EQ(p.early_backward.bytes[Index(Category::kActivations)], held)
+        << extra[1];
+    EXPECT_EQ(p.bytes[Index(Category::kActivations)], at_most) << extra[1];
   }
 }
 
