@@ -2,7 +2,9 @@
 
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <sstream>
+#include <vector>
 
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
@@ -155,12 +157,27 @@ int64_t IdealShare(const Prediction& p) {
   return (p.parameters + p.world_size - 1) / p.world_size;
 }
 
-// ZeRO-1: each rank's optimizer state, from its partition.
+// ZeRO-1: each rank's optimizer state, from its partition; one prediction
+// for each distinct share (Note [ZeRO-1 partition]), not one per rank.
 std::vector<int64_t> PartitionStateBytes(const Prediction& p,
                                          const RunConfig& config) {
+  const std::map<int, std::vector<int64_t>> owned = OwnedRowBytes(p);
+  std::map<std::vector<int64_t>, int64_t> state_of_share;
+  const std::vector<int64_t> none;
   std::vector<int64_t> bytes;
   for (int r = 0; r < static_cast<int>(p.world_size); ++r) {
-    bytes.push_back(Predict(config, r).bytes[Index(Category::kOptimizerState)]);
+    const auto it = owned.find(r);
+    const std::vector<int64_t>& share = it == owned.end() ? none : it->second;
+    auto known = state_of_share.find(share);
+    if (known == state_of_share.end()) {
+      known =
+          state_of_share
+              .emplace(
+                  share,
+                  Predict(config, r).bytes[Index(Category::kOptimizerState)])
+              .first;
+    }
+    bytes.push_back(known->second);
   }
   return bytes;
 }
@@ -329,10 +346,21 @@ std::string FormatPrediction(const Prediction& p, const RunConfig& config,
     const std::vector<int64_t> state_bytes = PartitionStateBytes(p, config);
     out << "ZeRO-1 partition (largest parameter first, to the least-loaded "
            "rank): ";
-    for (size_t r = 0; r < p.owned_parameters.size(); ++r) {
-      out << (r ? "; " : "") << "rank " << r << " "
-          << GroupedInteger(p.owned_parameters[r]) << " parameters, "
+    // A run of ranks that own nothing is one entry ("ranks 6-1023").
+    for (size_t r = 0; r < p.owned_parameters.size();) {
+      size_t last = r;
+      while (p.owned_parameters[r] == 0 &&
+             last + 1 < p.owned_parameters.size() &&
+             p.owned_parameters[last + 1] == 0) {
+        ++last;
+      }
+      out << (r ? "; " : "")
+          << (last > r ? "ranks " + std::to_string(r) + "-" +
+                             std::to_string(last) + " each"
+                       : "rank " + std::to_string(r))
+          << " " << GroupedInteger(p.owned_parameters[r]) << " parameters, "
           << HumanBytes(state_bytes[r]) << " of optimizer state";
+      r = last + 1;
     }
     out << "; ideal P/N = " << GroupedInteger(IdealShare(p)) << " parameters\n";
   }

@@ -1,6 +1,8 @@
 #include "profiler/predict/prediction.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -287,10 +289,43 @@ Prediction PredictFromTable(const RunConfig& config, SizeTable table,
   return p;
 }
 
+std::map<int, std::vector<int64_t>> OwnedRowBytes(const Prediction& p) {
+  std::map<int, std::vector<int64_t>> owned;
+  size_t i = 0;
+  for (const SizeRow& row : p.table.rows) {
+    if (row.kind != RowKind::kParameter || row.frozen) continue;
+    owned[p.owners[i++]].push_back(row.Bytes());
+  }
+  for (auto& [rank, sizes] : owned) std::sort(sizes.begin(), sizes.end());
+  return owned;
+}
+
+std::vector<int> DistinctRanks(const Prediction& p) {
+  // A rank's prediction follows from the sizes of the rows it owns: one
+  // rank for each distinct list, and the lowest rank owning none; at most
+  // one more than the trained rows, however many ranks.
+  if (p.owners.empty()) return {p.rank};
+  const std::map<int, std::vector<int64_t>> owned = OwnedRowBytes(p);
+  std::set<std::vector<int64_t>> seen;
+  std::vector<int> ranks;
+  for (const auto& [rank, sizes] : owned) {
+    if (seen.insert(sizes).second) ranks.push_back(rank);
+  }
+  for (int r = 0; r < static_cast<int>(p.world_size); ++r) {
+    if (owned.count(r) == 0) {
+      ranks.push_back(r);
+      break;
+    }
+  }
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
 Prediction PredictBusiestRank(const RunConfig& config) {
   Prediction busiest = Predict(config, 0);
   if (config.ddp.zero_stage != 1) return busiest;
-  for (int r = 1; r < static_cast<int>(config.ddp.world_size); ++r) {
+  for (int r : DistinctRanks(busiest)) {
+    if (r == 0) continue;
     Prediction p = Predict(config, r);
     if (p.Peak().Total() > busiest.Peak().Total()) busiest = std::move(p);
   }

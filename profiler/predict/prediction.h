@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -91,8 +92,18 @@ Prediction Predict(const RunConfig& config, int rank = 0);
 Prediction PredictFromTable(const RunConfig& config, SizeTable table,
                             int64_t micro_batch, int rank = 0);
 
+// Under ZeRO-1 (p.owners not empty), the byte sizes of the trained rows
+// each rank owns, ascending, for the ranks that own any.
+std::map<int, std::vector<int64_t>> OwnedRowBytes(const Prediction& p);
+
+// Under ZeRO-1, the ranks that stand for all: the lowest rank of each
+// distinct partition share (the sizes of the rows it owns) in `p`'s
+// partition, ascending; {p.rank} at stage 0.
+std::vector<int> DistinctRanks(const Prediction& p);
+
 // The rank with the highest predicted peak: rank 0 at stage 0 (every rank
-// the same), under ZeRO-1 the one whose partition costs most.
+// the same), under ZeRO-1 the one whose partition costs most (ties: the
+// lowest rank).
 Prediction PredictBusiestRank(const RunConfig& config);
 
 // The DDP buckets' bytes after the Reducer's rebuild (step 2 on): the

@@ -2,6 +2,8 @@
 // loaded rank (Note [ZeRO-1 partition]).
 #include "profiler/base/zero_partition.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 namespace memprof {
@@ -49,6 +51,46 @@ TEST(ZeroPartition, EveryParameterOnceAndTheGreedyBound) {
     EXPECT_LE(most, (total + n - 1) / n + largest) << n << " ranks";
     EXPECT_EQ(PartitionParameters(bytes, n), owners) << "deterministic";
   }
+}
+
+// The rule as stated, every rank's load scanned for each parameter.
+std::vector<int> ScanEveryRank(const std::vector<int64_t>& bytes, int n) {
+  std::vector<size_t> order(bytes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return bytes[a] > bytes[b]; });
+  std::vector<int64_t> load(static_cast<size_t>(n), 0);
+  std::vector<int> owners(bytes.size());
+  for (size_t i : order) {
+    const auto least = std::min_element(load.begin(), load.end());
+    owners[i] = static_cast<int>(least - load.begin());
+    *least += bytes[i];
+  }
+  return owners;
+}
+
+// The partition keeps only the ranks given a parameter (time in the
+// parameters, not the ranks) and still picks as the scan does: ties,
+// zero-byte parameters and more ranks than parameters included.
+TEST(ZeroPartition, SameOwnersAsScanningEveryRank) {
+  std::vector<std::vector<int64_t>> cases = {
+      {20, 40, 10, 30, 10}, {0, 0, 5, 0}, {7, 7, 7, 7, 7, 7, 7}, {}, {3}};
+  for (int seed = 1; seed <= 20; ++seed) {
+    std::vector<int64_t> bytes;
+    for (int i = 0; i < 3 * seed; ++i) {
+      bytes.push_back(((i + 1) * 7919 * seed) % (seed % 4 == 0 ? 3 : 97));
+    }
+    cases.push_back(bytes);
+  }
+  for (const std::vector<int64_t>& bytes : cases) {
+    for (int n : {1, 2, 3, 5, 8, 64, 1000}) {
+      EXPECT_EQ(PartitionParameters(bytes, n), ScanEveryRank(bytes, n))
+          << bytes.size() << " parameters, " << n << " ranks";
+    }
+  }
+  // 2^24 ranks, the most ddp.world_size takes: as quick as 2.
+  EXPECT_EQ(PartitionParameters({8, 4, 4}, 1 << 24),
+            (std::vector<int>{0, 1, 2}));
 }
 
 TEST(ZeroPartition, RefusesNoRanks) {

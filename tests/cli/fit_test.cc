@@ -556,6 +556,23 @@ TEST(FitText, NoZeroLinesAtOneRank) {
       << verdict;
 }
 
+// Under ZeRO-1 at more ranks than parameters, the ranks that own nothing
+// are one entry of the partition line, and the JSON still lists each rank.
+TEST(FitAndPredict, ZeroOnePartitionLineJoinsTheRanksThatOwnNothing) {
+  const RunConfig config =
+      ConfigOf(kTiny, {"--world-size", "1000", "--ddp.zero_stage", "1"});
+  const Prediction p = PredictBusiestRank(config);
+  const std::string text = FormatPrediction(p, config);
+  EXPECT_NE(text.find("; rank 7 10 parameters, 80 B of optimizer state; "
+                      "ranks 8-999 each 0 parameters, 0 B of optimizer "
+                      "state; ideal P/N = 12 parameters"),
+            std::string::npos)
+      << text;
+  const auto json = ToJson(p, config);
+  EXPECT_EQ(json["zero_partition"]["parameters_by_rank"].size(), 1000u);
+  EXPECT_EQ(json["zero_partition"]["optimizer_state_bytes_by_rank"][999], 0);
+}
+
 // Every byte figure predict prints under ZeRO-1 is one of its JSON's: the
 // GPU line is the busiest rank's partition, not the stage-0 replay, and the
 // model-state sentence does not claim replication it does not have; fit

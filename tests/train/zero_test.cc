@@ -178,6 +178,28 @@ TEST(ZeroPrediction, RanksSumToOneReplica) {
   }
   EXPECT_LT(least, most);
   EXPECT_EQ(PredictBusiestRank(config).Peak().Total(), most);
+
+  // Predicting one rank per distinct share finds the rank that predicting
+  // every rank does: the highest peak, ties to the lowest rank.
+  for (int n : {2, 3, 5, 7, 16, 40}) {
+    for (const char* model : {"mlp", "gpt"}) {
+      RunConfig c = config;
+      c.model = model;
+      c.gpt = {2, 64, 4, 32, 256, 0};
+      c.ddp.world_size = n;
+      int busiest = 0;
+      int64_t peak = Predict(c, 0).Peak().Total();
+      for (int r = 1; r < n; ++r) {
+        if (Predict(c, r).Peak().Total() > peak) {
+          peak = Predict(c, r).Peak().Total();
+          busiest = r;
+        }
+      }
+      const Prediction p = PredictBusiestRank(c);
+      EXPECT_EQ(p.rank, busiest) << model << " at " << n << " ranks";
+      EXPECT_EQ(p.Peak().Total(), peak) << model << " at " << n << " ranks";
+    }
+  }
 }
 
 // A rank that dies inside the parameter exchange ends the job: exit 3,
