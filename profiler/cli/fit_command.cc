@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "models/config_validation.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
 #include "profiler/cli/command_child.h"
@@ -185,12 +186,14 @@ int RunFitCommand(const FitArgs& args) {
       why << "; micro-batch " << largest + 1 << " ran out of memory";
     }
     if (verdict == FitVerdict::kActivationOverflow) {
-      const GlobalBatchSplit split =
-          KeepGlobalBatch(answer.micro_batch, answer.world_size, largest);
+      const GlobalBatchSplit split = KeepGlobalBatch(
+          answer.micro_batch, answer.world_size, largest, kMaxDdpWorldSize);
       why << "; the requested micro-batch " << answer.micro_batch
-          << " does not fit: run it as micro-batch " << split.micro_batch
-          << " on " << Plural(split.ranks, "rank")
-          << " for the same global batch";
+          << " does not fit";
+      if (split.micro_batch > 0) {
+        why << ": run it as micro-batch " << split.micro_batch << " on "
+            << Plural(split.ranks, "rank") << " for the same global batch";
+      }
     }
   }
   std::cout << "measured verdict: " << FitVerdictName(verdict) << ": "

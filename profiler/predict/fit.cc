@@ -300,6 +300,16 @@ std::string WithOutside(const FitAnswer& a, int64_t bytes) {
          " outside the allocator)";
 }
 
+// The largest micro-batch that fits and its peak, "1073741824 (1.38 TiB)
+// or more: ..." where the search stopped at its cap still fitting.
+std::string LargestMicroBatchText(const FitAnswer& a) {
+  return std::to_string(a.largest_micro_batch) + " (" +
+         HumanBytes(a.largest_peak_bytes) + ")" +
+         (a.largest_micro_batch >= kLargestMicroBatch
+              ? " or more: fit searches no further"
+              : "");
+}
+
 }  // namespace
 
 const char* FitVerdictName(FitVerdict verdict) {
@@ -322,9 +332,11 @@ FitDevice FitDeviceOf(const RunConfig& config,
 }
 
 GlobalBatchSplit KeepGlobalBatch(int64_t micro_batch, int64_t world_size,
-                                 int64_t largest_micro_batch) {
+                                 int64_t largest_micro_batch,
+                                 int64_t largest_world) {
   const int64_t samples = micro_batch * world_size;
-  for (int64_t b = std::min(largest_micro_batch, samples); b >= 1; --b) {
+  for (int64_t b = std::min(largest_micro_batch, samples);
+       b >= 1 && samples / b <= largest_world; --b) {
     if (samples % b == 0) return {b, samples / b};
   }
   return {};
@@ -393,7 +405,8 @@ FitAnswer Fit(const RunConfig& config, int64_t budget_bytes,
     a.largest_peak_bytes =
         FitFigure(AtMicroBatch(config, a.largest_micro_batch), device);
     a.split =
-        KeepGlobalBatch(a.micro_batch, a.world_size, a.largest_micro_batch);
+        KeepGlobalBatch(a.micro_batch, a.world_size, a.largest_micro_batch,
+                        LargestCountableWorld(config));
     a.split_peak_bytes =
         a.split.micro_batch == a.largest_micro_batch
             ? a.largest_peak_bytes
@@ -462,8 +475,7 @@ std::string FitVerdictSentence(const FitAnswer& a) {
       out << "micro-batch " << a.micro_batch << peaks
           << HumanBytes(a.peak_bytes) << per_rank << ", within " << budget
           << "; the largest micro-batch per rank that fits is "
-          << a.largest_micro_batch << " (" << HumanBytes(a.largest_peak_bytes)
-          << ")";
+          << LargestMicroBatchText(a);
       break;
     case FitVerdict::kActivationOverflow:
       out << "the model state, " << HumanBytes(a.model_state_bytes)
@@ -476,11 +488,16 @@ std::string FitVerdictSentence(const FitAnswer& a) {
       }
       if (a.largest_micro_batch > 0) {
         out << "; the largest micro-batch per rank that fits is "
-            << a.largest_micro_batch << " (" << HumanBytes(a.largest_peak_bytes)
-            << "): data parallelism keeps the global batch at micro-batch "
-            << a.split.micro_batch << " on " << Plural(a.split.ranks, "rank")
-            << " (" << a.micro_batch * a.world_size
-            << " samples a micro-batch, as now)";
+            << LargestMicroBatchText(a);
+        if (a.split.micro_batch > 0) {
+          out << ": data parallelism keeps the global batch at micro-batch "
+              << a.split.micro_batch << " on " << Plural(a.split.ranks, "rank")
+              << " (" << a.micro_batch * a.world_size
+              << " samples a micro-batch, as now)";
+        } else {
+          out << ": keeping the global batch would take more than "
+              << kMaxDdpWorldSize << " ranks";
+        }
       } else {
         out << "even micro-batch 1" << peaks << HumanBytes(a.peak1_bytes)
             << per_rank
@@ -585,8 +602,7 @@ std::string FormatFit(const FitAnswer& a, const RunConfig& config) {
       << "\n"
       << "largest micro-batch per rank that fits: ";
   if (a.largest_micro_batch > 0) {
-    out << a.largest_micro_batch << " (" << HumanBytes(a.largest_peak_bytes)
-        << ")\n";
+    out << LargestMicroBatchText(a) << "\n";
   } else {
     out << "none\n";
   }

@@ -116,8 +116,10 @@ struct GlobalBatchSplit {
   int64_t micro_batch = 0;  // 0: not even micro-batch 1 fits
   int64_t ranks = 0;
 };
+// No split at more ranks than `largest_world` (ddp.world_size's most).
 GlobalBatchSplit KeepGlobalBatch(int64_t micro_batch, int64_t world_size,
-                                 int64_t largest_micro_batch);
+                                 int64_t largest_micro_batch,
+                                 int64_t largest_world);
 
 struct FitAnswer {
   FitVerdict verdict = FitVerdict::kFits;

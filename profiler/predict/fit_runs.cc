@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "models/config_validation.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
 #include "profiler/predict/fit_search.h"
@@ -263,7 +264,8 @@ RunsFit FitRuns(std::vector<FitRunFigures> runs, int64_t budget_bytes,
       return figure(b, nullptr) <= budget_bytes;
     });
     a.largest_peak_bytes = figure(a.largest_micro_batch, nullptr);
-    a.split = KeepGlobalBatch(micro_batch, world_size, a.largest_micro_batch);
+    a.split = KeepGlobalBatch(micro_batch, world_size, a.largest_micro_batch,
+                              kMaxDdpWorldSize);
     a.split_peak_bytes = figure(a.split.micro_batch, nullptr);
   }
   a.model_state_alone_overflows = a.model_state_bytes + outside > budget_bytes;

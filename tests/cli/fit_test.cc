@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "models/config_validation.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
 #include "profiler/cli/config_cli.h"
@@ -217,25 +218,52 @@ TEST(Fit, NamesTheLeversThatFitInOrder) {
 // Note [Keeping the global batch]: B' divides B N, the largest such B' at
 // most the largest that fits; B' = 1 always does.
 TEST(Fit, KeepGlobalBatchNamesOnlyWorldsOfTheSameGlobalBatch) {
-  EXPECT_EQ(KeepGlobalBatch(8, 1, 7).micro_batch, 4);
-  EXPECT_EQ(KeepGlobalBatch(8, 1, 7).ranks, 2);
-  EXPECT_EQ(KeepGlobalBatch(8, 2, 3).micro_batch, 2);
-  EXPECT_EQ(KeepGlobalBatch(8, 2, 3).ranks, 8);
-  EXPECT_EQ(KeepGlobalBatch(6, 2, 4).micro_batch, 4);
-  EXPECT_EQ(KeepGlobalBatch(6, 2, 4).ranks, 3);
-  EXPECT_EQ(KeepGlobalBatch(7, 1, 5).micro_batch, 1);
-  EXPECT_EQ(KeepGlobalBatch(7, 1, 5).ranks, 7);
-  EXPECT_EQ(KeepGlobalBatch(8, 1, 0).micro_batch, 0);
+  EXPECT_EQ(KeepGlobalBatch(8, 1, 7, kMaxDdpWorldSize).micro_batch, 4);
+  EXPECT_EQ(KeepGlobalBatch(8, 1, 7, kMaxDdpWorldSize).ranks, 2);
+  EXPECT_EQ(KeepGlobalBatch(8, 2, 3, kMaxDdpWorldSize).micro_batch, 2);
+  EXPECT_EQ(KeepGlobalBatch(8, 2, 3, kMaxDdpWorldSize).ranks, 8);
+  EXPECT_EQ(KeepGlobalBatch(6, 2, 4, kMaxDdpWorldSize).micro_batch, 4);
+  EXPECT_EQ(KeepGlobalBatch(6, 2, 4, kMaxDdpWorldSize).ranks, 3);
+  EXPECT_EQ(KeepGlobalBatch(7, 1, 5, kMaxDdpWorldSize).micro_batch, 1);
+  EXPECT_EQ(KeepGlobalBatch(7, 1, 5, kMaxDdpWorldSize).ranks, 7);
+  EXPECT_EQ(KeepGlobalBatch(8, 1, 0, kMaxDdpWorldSize).micro_batch, 0);
+  // Never more ranks than ddp.world_size takes: 7 samples on 7 ranks is
+  // not offered where 4 is the most.
+  EXPECT_EQ(KeepGlobalBatch(7, 1, 5, 4).micro_batch, 0);
+  EXPECT_EQ(KeepGlobalBatch(8, 1, 3, 4).ranks, 4);
   for (int64_t b = 1; b <= 12; ++b) {
     for (int64_t n = 1; n <= 4; ++n) {
       for (int64_t largest = 1; largest < b; ++largest) {
-        const GlobalBatchSplit split = KeepGlobalBatch(b, n, largest);
+        const GlobalBatchSplit split =
+            KeepGlobalBatch(b, n, largest, kMaxDdpWorldSize);
         EXPECT_EQ(split.micro_batch * split.ranks, b * n);
         EXPECT_LE(split.micro_batch, largest);
         EXPECT_GE(split.micro_batch, 1);
       }
     }
   }
+}
+
+// A micro-batch whose global batch no world of ranks can keep names no
+// world size it would refuse; a search that ends at its cap says so.
+TEST(Fit, NoLeverPastTheLargestWorldAndTheSearchCapIsNamed) {
+  const FitAnswer a =
+      FitOf(kTiny, int64_t{1} << 30, {"--micro-batch", "2147483647"});
+  EXPECT_EQ(a.split.micro_batch, 0);
+  for (const FitLever& lever : a.levers) {
+    EXPECT_EQ(lever.flags.find("--world-size"), std::string::npos)
+        << lever.flags;
+  }
+  EXPECT_NE(FitVerdictSentence(a).find(
+                "keeping the global batch would take more than 16777216 ranks"),
+            std::string::npos)
+      << FitVerdictSentence(a);
+  const FitAnswer roomy = FitOf(kTiny, int64_t{100} << 40);
+  EXPECT_EQ(roomy.largest_micro_batch, int64_t{1} << 30);
+  EXPECT_NE(FitVerdictSentence(roomy).find(
+                "1073741824 (1.38 TiB) or more: fit searches no further"),
+            std::string::npos)
+      << FitVerdictSentence(roomy);
 }
 
 // Note [Accumulation lever]: an activation overflow that a smaller
