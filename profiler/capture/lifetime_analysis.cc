@@ -641,6 +641,7 @@ Analysis Analyze(const Capture& capture, const AnalysisOptions& options,
   out.out_of_memory = outline.out_of_memory;
   const int32_t steady_from = 1 + std::max(options.one_time_through_step,
                                            outline.last_bucket_free_step);
+  out.steady_from = steady_from;
   out.steady_first_step = std::max(1, std::min(steady_from, outline.last_step));
   // Killed inside a step (its last mark names a step, not the end of the
   // loop): that step is cut short, and out of the steady state when a

@@ -179,6 +179,11 @@ struct Analysis {
   // (a step cut short has partial figures).
   int32_t steady_first_step = 0;
   int32_t steady_last_step = 0;
+  // Where the steady state begins: the step after the last one-time step
+  // (AnalysisOptions). A run that ended before it reached no steady state;
+  // steady_first_step is then its last step, whose figures are all there
+  // are.
+  int32_t steady_from = 1;
   PeakPoint steady_peak;
   Breakdown steady_max{};  // each category's own maximum in the steady state
   std::vector<StepPeak> step_peaks;  // steps 1..K, every one

@@ -164,6 +164,8 @@ class MemoryTracker {
   // figures. Throws std::runtime_error when the file cannot be written.
   void BeginSession(const std::string& capture_path = "",
                     const std::string& meta_json = "{}");
+  // The wall clock when the session began (Capture::begin_unix_us).
+  int64_t session_begin_unix_us() const { return begin_unix_us_; }
   // Returns the seq at which the phase begins. Throws std::runtime_error
   // naming the capture file when a spill of it failed since the last mark
   // (a full disk: Note [Capture file]).

@@ -70,6 +70,7 @@ RunFigures LoadRun(const std::string& dir) {
     origins.push_back(path);
   }
   RequireFinishedRun(ranks, dir);
+  RequireSteadyState(ranks, dir);
   if (missing >= 0) {
     throw InputError(RankReportPath(dir, missing) + ": missing (world_size " +
                      std::to_string(world_size) + " in " + first +
@@ -107,6 +108,23 @@ void RequireFinishedRun(const std::vector<RankReport>& ranks,
              "'memprof fit' tries them)"
            : "find why it stopped (its report.md)") +
       ", profile it again to the end, and gate that run");
+}
+
+void RequireSteadyState(const std::vector<RankReport>& ranks,
+                        const std::string& dir) {
+  for (const RankReport& rank : ranks) {
+    if (ReachedSteadyState(rank)) continue;
+    const int64_t ran = static_cast<int64_t>(rank.steps.size());
+    throw InputError(
+        "--run " + dir + ": rank " + std::to_string(rank.context.rank) +
+        " ran " + std::to_string(ran) + (ran == 1 ? " step" : " steps") +
+        ", and its steady state begins at step " +
+        std::to_string(rank.steady_from) +
+        " (step 1 creates the gradients and optimizer state, and DDP "
+        "rebuilds its buckets in step 2): figures without a steady-state "
+        "step are not a step's to gate or keep as a baseline; run at least " +
+        std::to_string(rank.steady_from) + " steps and gate that run");
+  }
 }
 
 RunFigures RunFromReports(const std::vector<RankReport>& ranks,

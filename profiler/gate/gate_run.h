@@ -37,6 +37,11 @@ void RequireFinishedRun(const std::vector<RankReport>& ranks,
                         const std::string& dir);
 
 // The rank reports as rank 0 gathers them; `dir` names them in errors.
+// Throws InputError for a finished run that ended before its steady state
+// began (a program's single step): nothing steady to gate.
+void RequireSteadyState(const std::vector<RankReport>& ranks,
+                        const std::string& dir);
+
 RunFigures RunFromReports(const std::vector<RankReport>& ranks,
                           const std::string& dir);
 

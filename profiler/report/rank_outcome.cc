@@ -46,7 +46,7 @@ std::string UnfinishedReason(const RankReport& report) {
 
 bool ReachedSteadyState(const RankReport& report) {
   for (const StepReport& step : report.steps) {
-    if (step.completed && step.step >= report.steady_first_step) return true;
+    if (step.completed && step.step >= report.steady_from) return true;
   }
   return false;
 }

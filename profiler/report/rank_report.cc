@@ -287,6 +287,7 @@ void WriteRankReport(const RankReport& r, const std::string& path) {
 Json ToJson(const RankReport& r, bool with_steps) {
   Json peak = PeakJson(r.peak, "steady_state");
   peak["first_step"] = r.steady_first_step;
+  peak["steady_from"] = r.steady_from;
   peak["predicted"] =
       Json{{"total_bytes", r.predicted_peak.total_bytes},
            {"phase", PhaseName(r.predicted_peak.phase)},

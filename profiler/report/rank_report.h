@@ -246,6 +246,9 @@ struct RankReport {
   int64_t buffers_bytes = 0;  // module buffers, a sub-figure of weights
   PeakFigures peak;           // steady state
   int steady_first_step = 0;  // the steady state's first step
+  // Where the steady state begins; above steady_first_step in a run that
+  // ended before it (ReachedSteadyState).
+  int steady_from = 0;
   PredictedPeak predicted_peak;
   PeakFigures run_peak;           // whole run, set-up and step 1 included
   std::vector<StepReport> steps;  // every step

@@ -361,6 +361,9 @@ void RankReportReader::Peaks(const Json& doc, RankReport& out) const {
   const Json& peak = r_.Object(doc, "", "peak");
   out.peak = Peak(peak, "peak");
   out.steady_first_step = Int(peak, "peak", "first_step");
+  out.steady_from = Optional(peak, "steady_from", out.steady_first_step,
+                             [&] { return Int(peak, "peak", "steady_from"); });
+  // since memprof.rank/1.13
   const Json& predicted = r_.Object(peak, "peak", "predicted");
   out.predicted_peak.total_bytes =
       r_.Bytes(predicted, "peak.predicted", "total_bytes");

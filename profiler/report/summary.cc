@@ -10,6 +10,7 @@
 #include "profiler/base/run_categories.h"
 #include "profiler/base/statistics.h"
 #include "profiler/predict/prediction.h"
+#include "profiler/report/rank_outcome.h"
 
 namespace memprof {
 namespace {
@@ -324,9 +325,15 @@ std::string FormatSummaryTable(const std::vector<RankReport>& ranks) {
       << " (" << peak.total_bytes << " B) in step " << peak.step << ", "
       << PhaseName(peak.phase) << "; predicted "
       << HumanBytes(first.predicted_peak.total_bytes) << " in "
-      << PhaseName(first.predicted_peak.phase) << " (steady state: steps "
-      << first.steady_first_step
-      << " on; step 1 creates the gradients and optimizer state, DDP "
+      << PhaseName(first.predicted_peak.phase)
+      << (ReachedSteadyState(first)
+              ? " (steady state: steps " +
+                    std::to_string(first.steady_first_step) + " on; "
+              : " (no steady-state step: the steady state begins at step " +
+                    std::to_string(first.steady_from) +
+                    ", after the last step that ran, so these are step " +
+                    std::to_string(first.steady_first_step) + "'s figures; ")
+      << "step 1 creates the gradients and optimizer state, DDP "
          "rebuilds its buckets once in step 2)\n";
   for (const RedundancyFigures& entry : first.redundancy) {
     out << "redundancy: " << RedundancySentence(entry, world) << "\n";

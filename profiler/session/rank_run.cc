@@ -1,12 +1,14 @@
 #include "profiler/session/rank_run.h"
 
 #include <cstdio>
+#include <optional>
 
 #include "profiler/base/errors.h"
 #include "profiler/capture/cuda_replay.h"
 #include "profiler/predict/cuda_prediction.h"
 #include "profiler/predict/fit.h"
 #include "profiler/predict/scope_prediction.h"
+#include "profiler/session/program_meta.h"
 
 namespace memprof {
 namespace {
@@ -97,7 +99,7 @@ std::vector<StepReport> StepsOf(const RankRun& run) {
       step.completed = i + 1 < a.step_peaks.size() || a.last_mark.step == 0;
       step.seconds = static_cast<double>(peak.end_ns - peak.begin_ns) * 1e-9;
     }
-    step.steady_state = step.completed && step.step >= a.steady_first_step;
+    step.steady_state = step.completed && step.step >= a.steady_from;
     step.peak_bytes = peak.total_bytes;
     step.peak_phase = peak.phase;
     step.peak_seq = peak.seq;
@@ -191,6 +193,7 @@ RankReport ReportOf(const RankRun& run) {
   r.buffers_bytes = a.buffer_bytes;
   r.peak = PeakOf(a.steady_peak);
   r.steady_first_step = a.steady_first_step;
+  r.steady_from = a.steady_from;
   const PredictedMoment& predicted = run.prediction.Peak();
   r.predicted_peak = {predicted.Total(), predicted.phase, predicted.what,
                       predicted.bytes};
@@ -238,10 +241,21 @@ RankReport RecoverRankReport(const std::string& capture_path,
   run.backend = run.context.backend;
   run.config = run.context.config;
   run.micro_batch = meta.value("micro_batch", int64_t{0});
-  // A program's model has no size table: its prediction came from the
-  // tracked parameters, which the capture does not hold.
   if (run.config.model != "program") {
     run.prediction = Predict(run.config, run.rank);
+  } else if (std::optional<ProgramMeta> program =
+                 ReadProgramMeta(ProgramMetaPath(capture_path));
+             program && program->context.pid == run.context.pid &&
+             program->context.session_start_unix_us ==
+                 run.capture.begin_unix_us) {
+    // Note [Program meta]: what the program had tracked by its last
+    // change, of this very session.
+    run.context = program->context;
+    run.config = run.context.config;
+    run.micro_batch = program->micro_batch;
+    run.prediction =
+        PredictProgram(run.config, std::move(program->table), run.micro_batch,
+                       run.rank, program->reducer);
   }
   run.parameters = run.prediction.parameters;
   run.trained_parameters = run.prediction.trained_parameters;

@@ -14,6 +14,7 @@
 #include "profiler/report/run_files.h"
 #include "profiler/report/run_reports.h"
 #include "profiler/report/summary.h"
+#include "profiler/session/program_meta.h"
 
 namespace memprof {
 namespace fs = std::filesystem;
@@ -83,6 +84,7 @@ std::vector<RankReport> WriteRunOutputs(const RankRun& run,
   // The report is written: the capture is needed only for a post-mortem
   // (Note [Post-mortem]).
   fs::remove(CapturePath(options.out_dir, run.rank));
+  fs::remove(ProgramMetaPath(CapturePath(options.out_dir, run.rank)));
   if (report.out_of_memory) {
     ThrowOutOfMemory(std::move(report), options.out_dir, run.world_size, out);
   }

@@ -24,6 +24,7 @@
 #include "profiler/capture/memory_snapshot.h"
 #include "profiler/session/git_sha.h"  // generated: cmake/memprofGitSha.cmake
 #include "profiler/session/group_gather.h"
+#include "profiler/session/program_meta.h"
 #include "profiler/session/run_outputs.h"
 
 namespace memprof {
@@ -229,6 +230,13 @@ SessionImpl::SessionImpl(SessionOptions options, SessionSetup setup)
     tracker_.BeginSession(
         outputs.out_dir.empty() ? "" : CapturePath(outputs.out_dir, run_.rank),
         CaptureMeta());
+    // Note [Program meta]: none of an earlier session is taken for this
+    // one's.
+    if (!outputs.out_dir.empty()) {
+      std::error_code ignored;
+      std::filesystem::remove(
+          ProgramMetaPath(CapturePath(outputs.out_dir, run_.rank)), ignored);
+    }
     Mark(Phase::kModelInit);
   } catch (...) {
     g_session_exists = false;
@@ -323,6 +331,8 @@ void SessionImpl::TrackModule(const torch::nn::Module& model) {
   buffer_names_.insert(buffer_names_.end(), buffer_names.begin(),
                        buffer_names.end());
   if (cuda_ != nullptr) cuda_->Moment("model");
+  meta_changed_ = true;
+  KeepProgramMeta();
 }
 
 void SessionImpl::TrackParameters(const std::vector<torch::Tensor>& parameters,
@@ -342,6 +352,8 @@ void SessionImpl::TrackParameters(const std::vector<torch::Tensor>& parameters,
   ResolveOrRefuse(params, names, Category::kWeights, 0, "parameter");
   params_.insert(params_.end(), params.begin(), params.end());
   param_names_.insert(param_names_.end(), names.begin(), names.end());
+  meta_changed_ = true;
+  KeepProgramMeta();
 }
 
 void SessionImpl::TrackOptimizer(torch::optim::Optimizer& optimizer) {
@@ -397,6 +409,8 @@ void SessionImpl::TrackOptimizer(torch::optim::Optimizer& optimizer) {
   }
   optimizer_ = &optimizer;
   lr_ = options.get_lr();
+  meta_changed_ = true;
+  KeepProgramMeta();
 }
 
 void SessionImpl::TrackGroup(
@@ -412,6 +426,8 @@ void SessionImpl::TrackGroup(
         "; track the group of the whole job, made from those variables");
   }
   group_ = group;
+  meta_changed_ = true;
+  KeepProgramMeta();
 }
 
 void SessionImpl::TrackReducer(c10d::Reducer& reducer,
@@ -419,6 +435,8 @@ void SessionImpl::TrackReducer(c10d::Reducer& reducer,
   reducer_ = &reducer;
   reducer_options_ = options;
   ResolveBuckets();
+  meta_changed_ = true;
+  KeepProgramMeta();
 }
 
 // Note [Rebuilt buckets]
@@ -449,6 +467,8 @@ void SessionImpl::TrackInputs(const std::vector<torch::Tensor>& batch) {
   if (run_.micro_batch == 0 && !batch.empty() && batch[0].defined() &&
       batch[0].dim() > 0) {
     run_.micro_batch = batch[0].size(0);
+    meta_changed_ = true;
+    KeepProgramMeta();
   }
 }
 
@@ -466,6 +486,7 @@ void SessionImpl::BeginStep() {
                      "'s scope is still open; end it first");
   }
   ++step_;
+  KeepProgramMeta();
   in_step_ = true;
   phases_seen_ = 0;
   micro_batches_ = 0;
@@ -765,12 +786,9 @@ RunConfig SessionImpl::ProgramConfig() const {
   return c;
 }
 
-// A program's prediction: its model state from the tracked parameters and
-// buffers (one size-table row each) and the optimizer, a parameter that
-// does not require grad frozen (no gradient, state or bucket space); no
-// buckets without a tracked Reducer; activations, inputs and temporaries are
-// measured only (predicted 0: the reports show no error percentage for them).
-Prediction SessionImpl::PredictRun() const {
+// The tracked parameters and buffers, one size-table row each, a parameter
+// that does not require grad frozen; PredictProgram predicts from them.
+SizeTable SessionImpl::TrackedTable() const {
   SizeTable table;
   table.symbols = "the program's tracked parameters and buffers";
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -784,21 +802,34 @@ Prediction SessionImpl::PredictRun() const {
     table.Add(buffer_names_[i], RowKind::kBuffer, buffers_[i].sizes().vec(), "",
               RowDtypeOf(buffers_[i], buffer_names_[i]));
   }
-  Prediction p = PredictFromTable(run_.config, std::move(table),
-                                  run_.micro_batch, run_.rank);
-  if (reducer_ == nullptr) {
-    const int buckets = Index(Category::kDdpBuckets);
-    p.bytes[buckets] = 0;
-    for (PredictedMoment* m : {&p.early_backward, &p.optimizer_step,
-                               &p.block_backward, &p.late_backward}) {
-      m->bytes[buckets] = 0;
-    }
-    p.model_state_bytes_per_parameter =
-        p.parameters > 0
-            ? static_cast<double>(ModelStateBytes(p.bytes)) / p.parameters
-            : 0;
+  return table;
+}
+
+Prediction SessionImpl::PredictRun() const {
+  return PredictProgram(run_.config, TrackedTable(), run_.micro_batch,
+                        run_.rank, reducer_ != nullptr);
+}
+
+void SessionImpl::KeepProgramMeta() {
+  if (!meta_changed_ || step_ == 0 || !is_program() ||
+      setup_.outputs->out_dir.empty()) {
+    return;
   }
-  return p;
+  meta_changed_ = false;
+  ProgramMeta meta;
+  meta.context = run_.context;
+  meta.context.config = ProgramConfig();
+  meta.context.session_start_unix_us = tracker_.session_begin_unix_us();
+  meta.micro_batch = run_.micro_batch;
+  meta.table = TrackedTable();
+  meta.reducer = reducer_ != nullptr;
+  try {
+    WriteProgramMeta(
+        meta, ProgramMetaPath(CapturePath(setup_.outputs->out_dir, run_.rank)));
+  } catch (const std::runtime_error&) {
+    // The capture is still whole: a post-mortem recovers the rank, without
+    // its predictions; Finish() writes them in the report.
+  }
 }
 
 RankRun SessionImpl::FinishRun() {

@@ -132,8 +132,12 @@ class SessionImpl {
   void ResolveBuckets();
   void ResolveModelState();
   RunConfig ProgramConfig() const;
+  SizeTable TrackedTable() const;
   Prediction PredictRun() const;
   std::string CaptureMeta() const;
+  // Note [Program meta]: a program's tracking, beside its capture, when it
+  // changed (meta_changed_) and the loop has begun.
+  void KeepProgramMeta();
 
   SessionOptions options_;
   SessionSetup setup_;
@@ -157,6 +161,7 @@ class SessionImpl {
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   c10d::Reducer* reducer_ = nullptr;
   ReducerOptions reducer_options_;
+  bool meta_changed_ = true;
 
   // Where the loop is.
   int32_t step_ = 0;

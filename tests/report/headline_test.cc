@@ -125,7 +125,7 @@ TEST(Headline, TheBusiestRankAloneIsNamed) {
 
 TEST(Headline, NoneWithoutASteadyStateStep) {
   std::vector<RankReport> ranks = FixtureRanks();
-  for (RankReport& rank : ranks) rank.steady_first_step = 99;
+  for (RankReport& rank : ranks) rank.steady_from = 99;
   EXPECT_FALSE(HeadlineOf(ViewOf(ranks)).has_value());
 }
 

@@ -153,6 +153,11 @@ int Run(const std::string& what, int argc, char** argv) {
     session.Finish();
     return 0;
   }
+  if (what == "one-step") {
+    Train(session, net, optimizer, 1);
+    session.Finish();
+    return 0;
+  }
   if (what == "accumulate") {
     Train(session, net, optimizer, 4, /*micro_batches=*/4);
     session.Finish();

@@ -75,6 +75,7 @@ TEST_F(SessionTest, ProgramModelStateMeasuredAsPredictedToTheByte) {
     EXPECT_TRUE(std::filesystem::exists(dir_ / file)) << file;
   }
   EXPECT_FALSE(std::filesystem::exists(dir_ / "capture-0.bin"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "capture-0.program.json"));
   // `memprof report` renders it as it renders a profile's.
   const CommandResult rendered = RunMemprof("report --run " + dir_.string());
   EXPECT_EQ(rendered.exit_code, 0) << rendered.output;
@@ -196,10 +197,62 @@ TEST_F(SessionTest, AnAbandonedSessionIsRecoveredFromItsCapture) {
             std::string::npos)
       << run.output;
   EXPECT_FALSE(std::filesystem::exists(RankReportPath(dir_.string(), 0)));
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "capture-0.program.json"));
   const CommandResult recovered = RunMemprof("report --run " + dir_.string());
   EXPECT_EQ(recovered.exit_code, 0) << recovered.output;
   const RankReport report = ReadRankReport(RankReportPath(dir_.string(), 0));
   ASSERT_TRUE(report.post_mortem.has_value()) << recovered.output;
+  // Note [Program meta]: with what the program had tracked, predicted as
+  // Finish() would have: the parameters, the optimizer, the micro-batch
+  // and the model state to the byte.
+  EXPECT_EQ(report.predicted_parameters, kNetParameters);
+  EXPECT_EQ(report.context.config.train.optimizer, "adamw");
+  EXPECT_EQ(report.micro_batch, 16);
+  const int64_t weights = 4 * kNetParameters + 4 * 128 + 8;
+  EXPECT_EQ(report.Of(Category::kWeights).predicted_bytes, weights);
+  EXPECT_EQ(report.Of(Category::kGradients).predicted_bytes,
+            4 * kNetParameters);
+  EXPECT_EQ(report.Of(Category::kOptimizerState).predicted_bytes,
+            8 * kNetParameters);
+  EXPECT_EQ(report.Of(Category::kWeights).peak_bytes, weights);
+  // A session's own: one of an earlier session of the same process, left
+  // in the directory, is not taken for it.
+  const CommandResult again = RunProgram("tensor-first " + dir_.string());
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "capture-0.program.json"));
+}
+
+// A program that ran one step never reached its steady state (step 1
+// creates the gradients and the optimizer state): the reports say whose
+// figures they are, and the gate keeps no baseline of it (exit 2, naming
+// the steps to run).
+TEST_F(SessionTest, OneStepReachesNoSteadyStateAndIsNotGated) {
+  const CommandResult run = RunProgram("one-step " + dir_.string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const RankReport report = ReadRankReport(RankReportPath(dir_.string(), 0));
+  EXPECT_EQ(report.steady_from, 2);
+  ASSERT_EQ(report.steps.size(), 1u);
+  EXPECT_FALSE(report.steps[0].steady_state);
+  const std::string markdown = ReadFile(dir_ / "report.md");
+  EXPECT_NE(markdown.find("completed no steady-state step"), std::string::npos)
+      << markdown;
+  const CommandResult baseline =
+      RunMemprof("baseline --run " + dir_.string() + " --out " +
+                 (dir_ / "base.json").string());
+  EXPECT_EQ(baseline.exit_code, 2) << baseline.output;
+  EXPECT_NE(baseline.output.find(
+                "rank 0 ran 1 step, and its steady state begins at step 2"),
+            std::string::npos)
+      << baseline.output;
+  EXPECT_NE(baseline.output.find("run at least 2 steps"), std::string::npos)
+      << baseline.output;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "base.json"));
+  // Four steps reach it, from step 2.
+  const std::filesystem::path four = dir_ / "four";
+  ASSERT_EQ(RunProgram("train " + four.string()).exit_code, 0);
+  const RankReport trained = ReadRankReport(RankReportPath(four.string(), 0));
+  EXPECT_EQ(trained.steady_from, 2);
+  EXPECT_TRUE(trained.steps[1].steady_state);
 }
 
 // Note [Tracked once]: a weight tied under a second name, the model
