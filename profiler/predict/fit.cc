@@ -458,6 +458,21 @@ FitAnswer Fit(const RunConfig& config, int64_t budget_bytes,
       std::min(kLargestWorld, LargestCountableWorld(config));
   if (zero3_fits(largest_world)) {
     a.zero3_ranks = SmallestThat(1, largest_world, zero3_fits);
+    // No stage fits at fewer ranks (ZeRO-3 shards the most); at these, the
+    // smallest stage that does: stage 2 priced, stage 1 as memprof runs it
+    // (Note [ZeRO-1 as run]).
+    RunConfig at = AtMicroBatch(config, 1);
+    at.ddp.world_size = a.zero3_ranks;
+    a.zero_stage_at_ranks = 3;
+    if (Predict(at).zero.stage2_bytes + beyond_state <= budget_bytes) {
+      a.zero_stage_at_ranks = 2;
+      RunConfig zero1 = config;
+      zero1.ddp.world_size = a.zero3_ranks;
+      zero1.ddp.zero_stage = 1;
+      if (FigureWith(zero1, 1, device) <= budget_bytes) {
+        a.zero_stage_at_ranks = 1;
+      }
+    }
   }
   return a;
 }
@@ -545,12 +560,14 @@ std::string FitVerdictSentence(const FitAnswer& a) {
             << " would fit (" << HumanBytes(a.zero_peak_bytes[a.zero_stage])
             << " per rank)";
       } else if (a.zero3_ranks > 0 && a.world_size == 1) {
-        out << "sharding the model state across ranks would: ZeRO-3 fits at "
-            << a.zero3_ranks << " ranks";
+        out << "sharding the model state across ranks would: ZeRO-"
+            << a.zero_stage_at_ranks << " fits at " << a.zero3_ranks
+            << " ranks";
       } else if (a.zero3_ranks > 0) {
         out << "no ZeRO stage fits at " << Plural(a.world_size, "rank")
             << " (ZeRO-3: " << HumanBytes(a.zero_peak_bytes[3])
-            << " per rank); ZeRO-3 would fit at " << a.zero3_ranks << " ranks";
+            << " per rank); ZeRO-" << a.zero_stage_at_ranks << " would fit at "
+            << a.zero3_ranks << " ranks";
       } else {
         out << "not even ZeRO-3 fits at any number of ranks: what micro-"
                "batch 1 needs beyond the model state exceeds the budget";

@@ -154,6 +154,9 @@ struct FitAnswer {
   int64_t zero_peak_bytes[4] = {};  // [1..3]: stage k at micro-batch 1
   int zero_stage = 0;               // smallest stage that fits; 0: none
   int64_t zero3_ranks = 0;  // fewest ranks at which ZeRO-3 fits; 0: none
+  // At zero3_ranks, the smallest stage that fits there (1 as memprof runs
+  // it, 2 and 3 priced); 0 when zero3_ranks is.
+  int zero_stage_at_ranks = 0;
   // Note [Fit levers]: empty when the requested run fits.
   std::vector<FitLever> levers;
   bool model_state_alone_overflows = false;

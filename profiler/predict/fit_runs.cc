@@ -299,6 +299,7 @@ RunsFit FitRuns(std::vector<FitRunFigures> runs, int64_t budget_bytes,
     };
     if (zero3_fits(kLargestWorld)) {
       a.zero3_ranks = SmallestThat(1, kLargestWorld, zero3_fits);
+      a.zero_stage_at_ranks = 3;  // runs price stage 3 alone
     }
   }
 

@@ -148,7 +148,8 @@ Json FitJson(const FitAnswer& fit) {
               {"zero_peak_bytes",
                {fit.zero_peak_bytes[1], fit.zero_peak_bytes[2],
                 fit.zero_peak_bytes[3]}},
-              {"zero3_ranks", fit.zero3_ranks}};
+              {"zero3_ranks", fit.zero3_ranks},
+              {"zero_stage_at_ranks", fit.zero_stage_at_ranks}};
 }
 
 Json OutOfMemoryJson(const std::optional<OutOfMemoryFigures>& oom) {

@@ -489,6 +489,10 @@ FitAnswer RankReportReader::Fit(const Json& fit, int64_t limit_bytes) const {
                    0, kMaxInt64);
   }
   out.zero3_ranks = r_.Bytes(fit, where, "zero3_ranks");
+  out.zero_stage_at_ranks = static_cast<int>(Optional(
+      fit, "zero_stage_at_ranks",  // since memprof.rank/1.13
+      int64_t{out.zero3_ranks > 0 ? 3 : 0},
+      [&] { return r_.Integer(fit, where, "zero_stage_at_ranks", 0, 3); }));
   return out;
 }
 

@@ -578,10 +578,29 @@ TEST(FitText, NoZeroLinesAtOneRank) {
       FitOf(kGpt13, int64_t{16} << 30, {"--world-size", "1"});
   const std::string verdict = FitVerdictSentence(over1);
   EXPECT_EQ(verdict.find("at 1 rank"), std::string::npos) << verdict;
-  EXPECT_NE(verdict.find("ZeRO-3 fits at " + std::to_string(over1.zero3_ranks) +
-                         " ranks"),
-            std::string::npos)
+  EXPECT_NE(
+      verdict.find("ZeRO-" + std::to_string(over1.zero_stage_at_ranks) +
+                   " fits at " + std::to_string(over1.zero3_ranks) + " ranks"),
+      std::string::npos)
       << verdict;
+}
+
+// At one rank the verdict names the fewest ranks any stage fits at (ZeRO-3's)
+// and the smallest stage that fits there: the same stage the verdict at
+// those ranks names (gpt-tiny under 1,903,050 B: ZeRO-2 at 2 ranks, where
+// it said ZeRO-3).
+TEST(Fit, OneRankNamesTheSmallestStageAtTheFewestRanks) {
+  const std::string tiny = MEMPROF_SOURCE_DIR "/configs/gpt-tiny.ini";
+  const int64_t budget = 1903050;
+  const FitAnswer one = FitOf(tiny, budget);
+  ASSERT_EQ(one.verdict, FitVerdict::kModelStateOverflow);
+  ASSERT_EQ(one.zero3_ranks, 2);
+  const FitAnswer two = FitOf(tiny, budget, {"--world-size", "2"});
+  EXPECT_EQ(one.zero_stage_at_ranks, two.zero_stage);
+  EXPECT_EQ(one.zero_stage_at_ranks, 2);
+  EXPECT_NE(FitVerdictSentence(one).find("ZeRO-2 fits at 2 ranks"),
+            std::string::npos)
+      << FitVerdictSentence(one);
 }
 
 // Under ZeRO-1 at more ranks than parameters, the ranks that own nothing
