@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
@@ -21,6 +22,23 @@
 namespace memprof {
 namespace fs = std::filesystem;
 namespace {
+
+// The last "memprof: error: ..." line of a child's log, without its
+// prefix; "" when there is none. Reads the log's last 64 KiB at most.
+std::string LastErrorOf(const std::string& log_path) {
+  constexpr std::streamoff kTail = 64 << 10;
+  std::ifstream log(log_path, std::ios::binary);
+  if (!log) return "";
+  log.seekg(0, std::ios::end);
+  const std::streamoff size = log.tellg();
+  log.seekg(std::max<std::streamoff>(0, size - kTail));
+  const std::string prefix = "memprof: error: ";
+  std::string line, error;
+  while (std::getline(log, line)) {
+    if (line.rfind(prefix, 0) == 0) error = line.substr(prefix.size());
+  }
+  return error;
+}
 
 // Micro-batches tried above the predicted largest before binary search.
 constexpr int64_t kLargestMeasured = int64_t{1} << 20;
@@ -109,6 +127,13 @@ class Measurer {
     } else if (child.exit_code == kExitRunFailed && report != nullptr &&
                report->out_of_memory) {
       run.out_of_memory = OutOfMemoryMessage(*report->out_of_memory);
+    } else if (const std::string error = LastErrorOf(child.log_path);
+               child.exit_code == kExitBadInput && !error.empty()) {
+      // Refused before it ran (no GPU, more memory than the machine has):
+      // the user's to fix, as profile would say.
+      throw InputError(
+          "the measured run at micro-batch " + std::to_string(micro_batch) +
+          " refused its input: " + error + " (" + child.log_path + ")");
     } else {
       throw RunFailure("the measured run at micro-batch " +
                        std::to_string(micro_batch) + " failed (exit " +

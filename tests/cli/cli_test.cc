@@ -673,5 +673,23 @@ TEST_F(CliTest, ACudaRunNeedsAGpu) {
   }
 }
 
+// fit --measure whose run refuses its input says why, with exit 2 (it said
+// "failed (exit 2), not for memory; see LOG", exit 3).
+TEST_F(CliTest, FitMeasureNamesWhyItsRunWasRefused) {
+  const Result r = RunMemprof(std::string("fit --config ") + kTiny +
+                              " --budget 1GiB --measure --train.device cuda "
+                              "--out " +
+                              Out());
+  if (ProbeCudaDevice().available) {
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+  } else {
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("the measured run at micro-batch 1 refused its "
+                            "input: --train.device cuda: no GPU to train on"),
+              std::string::npos)
+        << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace memprof
