@@ -44,6 +44,12 @@ std::string UnfinishedReason(const RankReport& report) {
   return "";
 }
 
+bool RebuildsDdpBuckets(const RankReport& report) {
+  const CategoryFigures& buckets = report.Of(Category::kDdpBuckets);
+  return buckets.predicted_bytes > 0 || buckets.peak_bytes > 0 ||
+         report.context.config.ddp.gradient_as_bucket_view;
+}
+
 bool ReachedSteadyState(const RankReport& report) {
   for (const StepReport& step : report.steps) {
     if (step.completed && step.step >= report.steady_from) return true;

@@ -22,4 +22,8 @@ std::string UnfinishedReason(const RankReport& report);
 // with the prediction. False for a rank cut short before that.
 bool ReachedSteadyState(const RankReport& report);
 
+// Whether the run has DDP buckets, which DDP rebuilds once in step 2 (a
+// program that tracked no Reducer has none).
+bool RebuildsDdpBuckets(const RankReport& report);
+
 }  // namespace memprof

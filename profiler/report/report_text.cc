@@ -306,8 +306,12 @@ ReportTable StepsTable(const RunView& view) {
   table.title = "Steps";
   const RankReport& first = view.ranks.front();
   table.caption =
-      "The peak of every step. Step 1 creates the gradients and the optimizer "
-      "state, DDP rebuilds its buckets once in step 2; " +
+      std::string(
+          "The peak of every step. Step 1 creates the gradients and "
+          "the optimizer state") +
+      (RebuildsDdpBuckets(first) ? ", DDP rebuilds its buckets once in step 2"
+                                 : "") +
+      "; " +
       (ReachedSteadyState(first)
            ? "the steady state starts at step " +
                  std::to_string(first.steady_first_step)

@@ -85,6 +85,12 @@ TEST_F(SessionTest, ProgramModelStateMeasuredAsPredictedToTheByte) {
   EXPECT_NE(markdown.find("| train.optimizer | adamw | Track(optimizer) |"),
             std::string::npos)
       << markdown;
+  // No Reducer tracked: no DDP bucket rebuild to speak of.
+  EXPECT_NE(markdown.find("Step 1 creates the gradients and the optimizer "
+                          "state; the steady state starts at step 2."),
+            std::string::npos)
+      << markdown;
+  EXPECT_EQ(markdown.find("DDP rebuilds"), std::string::npos) << markdown;
 }
 
 // Gradient accumulation in a program's loop (Note [Micro-batches in a
