@@ -126,10 +126,25 @@ bool IsZeroSize(const std::string& text) {
          number == 0 && ParseByteSize("1" + std::string(end)) > 0;
 }
 
+// A number in a unit ParseByteSize knows, past its 9.0e18 bytes.
+bool IsTooLargeSize(const std::string& text) {
+  char* end = nullptr;
+  const double number = std::strtod(text.c_str(), &end);
+  const int64_t unit =
+      end != text.c_str() ? ParseByteSize("1" + std::string(end)) : -1;
+  return std::isdigit(static_cast<unsigned char>(text.front())) && unit > 0 &&
+         number * static_cast<double>(unit) > 9.0e18;
+}
+
 }  // namespace
 
 int64_t ByteSizeFlag(const std::string& flag, const std::string& text) {
   const int64_t bytes = ParseByteSize(text);
+  if (bytes < 1 && !text.empty() && IsTooLargeSize(text)) {
+    throw InputError("--" + flag + " " + text +
+                     ": too large; memprof counts sizes up to 9.0e18 bytes "
+                     "(about 7.8 EiB): give a smaller size");
+  }
   if (bytes < 1 && IsZeroSize(text)) {
     throw InputError("--" + flag + " " + text +
                      ": a size of 0 bytes holds nothing; give a positive size "

@@ -429,7 +429,12 @@ std::string FormatCheckTable(const CheckReport& r, bool only_changed) {
     out << "FAILED: " << r.regressed
         << " figure(s) grew beyond their tolerance\n";
   }
-  if (r.improved > 0) {
+  if (r.improved > 0 && r.regressed > 0) {
+    // A baseline of this run would keep its regressions.
+    out << r.improved
+        << " figure(s) improved beyond tolerance: refresh the baseline once "
+           "the regressions are fixed, not from this run\n";
+  } else if (r.improved > 0) {
     out << "improved beyond tolerance: refresh the baseline with 'memprof "
            "baseline --run "
         << r.run_origin << " --out " << r.baseline_origin << "'\n";

@@ -748,7 +748,11 @@ TEST(FitCommand, ExitCodesAndBadInput) {
       << over.output;
   for (const auto& [budget, expected] :
        {std::pair{"12XB", "--budget 12XB: expected a size"},
-        std::pair{"0GiB", "--budget 0GiB: a size of 0 bytes holds nothing"}}) {
+        std::pair{"0GiB", "--budget 0GiB: a size of 0 bytes holds nothing"},
+        std::pair{"9223372036854775807",
+                  "--budget 9223372036854775807: too large; memprof counts "
+                  "sizes up to 9.0e18 bytes"},
+        std::pair{"8388608TiB", "--budget 8388608TiB: too large"}}) {
     const CommandResult bad =
         RunMemprof("fit --config " + kTiny + " --budget " + budget);
     EXPECT_EQ(bad.exit_code, kExitBadInput);

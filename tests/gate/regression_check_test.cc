@@ -331,6 +331,13 @@ TEST(RegressionCheck, TheTableListsRegressedThenImprovedThenOk) {
       << table;
   // The JSON keeps the report's order, every row.
   EXPECT_EQ(CheckReportToJson(report)["figures"][0]["key"], "weights");
+  // Failing, it does not suggest a baseline of this run, which would keep
+  // the regression.
+  EXPECT_EQ(table.find("memprof baseline --run"), std::string::npos) << table;
+  EXPECT_NE(table.find("1 figure(s) improved beyond tolerance: refresh the "
+                       "baseline once the regressions are fixed"),
+            std::string::npos)
+      << table;
 }
 
 TEST(RegressionCheck, OnlyChangedListsTheChangedRowsAndCountsTheRest) {
