@@ -100,7 +100,7 @@ int64_t ParseByteSize(const std::string& text) {
     if (unit != name) continue;
     const double bytes =
         std::floor(std::strtod(number.c_str(), nullptr) * factor);
-    if (!(bytes >= 1) || bytes > 9.0e18) return -1;
+    if (!(bytes >= 1) || bytes > kLargestByteSize) return -1;
     return static_cast<int64_t>(bytes);
   }
   return -1;

@@ -26,6 +26,9 @@ std::string GroupedInteger(int64_t value);
 // Returns -1 for anything else or for less than 1 byte.
 int64_t ParseByteSize(const std::string& text);
 
+// The most bytes ParseByteSize returns (about 7.8 EiB); larger is -1.
+inline constexpr double kLargestByteSize = 9.0e18;
+
 // What ParseByteSize accepts, for help texts and errors.
 inline constexpr const char* kByteSizeUnits =
     "80G, 80Gi and 80GiB are 80 x 2^30 bytes; 80GB is 80 x 10^9 bytes; "

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -117,30 +118,31 @@ std::string ReadConfigFile(const std::string& path) {
 
 namespace {
 
-// "0", "0GiB", "0.0 MiB": zero in a unit ParseByteSize knows.
-bool IsZeroSize(const std::string& text) {
+// A number in a unit ParseByteSize knows, in bytes before ParseByteSize's
+// bounds ("0GiB": 0; "8388608TiB": 9.2e18, past kLargestByteSize); nullopt
+// for anything else.
+std::optional<double> UnboundedBytes(const std::string& text) {
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text.front()))) {
+    return std::nullopt;
+  }
   char* end = nullptr;
   const double number = std::strtod(text.c_str(), &end);
-  return end != text.c_str() &&
-         std::isdigit(static_cast<unsigned char>(text.front())) &&
-         number == 0 && ParseByteSize("1" + std::string(end)) > 0;
+  const int64_t unit = ParseByteSize("1" + std::string(end));
+  if (unit < 1) return std::nullopt;
+  return number * static_cast<double>(unit);
 }
 
-// A number in a unit ParseByteSize knows, past its 9.0e18 bytes.
-bool IsTooLargeSize(const std::string& text) {
-  char* end = nullptr;
-  const double number = std::strtod(text.c_str(), &end);
-  const int64_t unit =
-      end != text.c_str() ? ParseByteSize("1" + std::string(end)) : -1;
-  return std::isdigit(static_cast<unsigned char>(text.front())) && unit > 0 &&
-         number * static_cast<double>(unit) > 9.0e18;
+// "0", "0GiB", "0.0 MiB": zero in a unit ParseByteSize knows.
+bool IsZeroSize(const std::string& text) {
+  const std::optional<double> bytes = UnboundedBytes(text);
+  return bytes && *bytes == 0;
 }
 
 }  // namespace
 
 int64_t ByteSizeFlag(const std::string& flag, const std::string& text) {
   const int64_t bytes = ParseByteSize(text);
-  if (bytes < 1 && !text.empty() && IsTooLargeSize(text)) {
+  if (bytes < 1 && UnboundedBytes(text).value_or(0) > kLargestByteSize) {
     throw InputError("--" + flag + " " + text +
                      ": too large; memprof counts sizes up to 9.0e18 bytes "
                      "(about 7.8 EiB): give a smaller size");

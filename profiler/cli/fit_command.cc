@@ -23,8 +23,10 @@ namespace memprof {
 namespace fs = std::filesystem;
 namespace {
 
-// The last "memprof: error: ..." line of a child's log, without its
-// prefix; "" when there is none. Reads the log's last 64 KiB at most.
+// The last error line of a child's log, as command_main writes it
+// ("memprof: error: ...", or "memprof: rank 0 on HOST (pid N): error: ..."
+// from a rank), without its prefix; "" when there is none. Reads the log's
+// last 64 KiB at most.
 std::string LastErrorOf(const std::string& log_path) {
   constexpr std::streamoff kTail = 64 << 10;
   std::ifstream log(log_path, std::ios::binary);
@@ -32,10 +34,16 @@ std::string LastErrorOf(const std::string& log_path) {
   log.seekg(0, std::ios::end);
   const std::streamoff size = log.tellg();
   log.seekg(std::max<std::streamoff>(0, size - kTail));
-  const std::string prefix = "memprof: error: ";
+  const std::string prefix = "memprof: ", marker = "error: ";
   std::string line, error;
   while (std::getline(log, line)) {
-    if (line.rfind(prefix, 0) == 0) error = line.substr(prefix.size());
+    if (line.rfind(prefix, 0) != 0) continue;
+    const size_t at = line.find(marker, prefix.size());
+    // Nothing between the two, or a rank's origin ending in "): ".
+    if (at == prefix.size() ||
+        (at != std::string::npos && line.compare(at - 3, 3, "): ") == 0)) {
+      error = line.substr(at + marker.size());
+    }
   }
   return error;
 }

@@ -119,10 +119,9 @@ void RequireSteadyState(const std::vector<RankReport>& ranks,
         "--run " + dir + ": rank " + std::to_string(rank.context.rank) +
         " ran " + std::to_string(ran) + (ran == 1 ? " step" : " steps") +
         ", and its steady state begins at step " +
-        std::to_string(rank.steady_from) +
-        " (step 1 creates the gradients and optimizer state, and DDP "
-        "rebuilds its buckets in step 2): figures without a steady-state "
-        "step are not a step's to gate or keep as a baseline; run at least " +
+        std::to_string(rank.steady_from) + " (" + OneTimeSteps(rank) +
+        "): figures without a steady-state step are not a step's to gate or "
+        "keep as a baseline; run at least " +
         std::to_string(rank.steady_from) + " steps and gate that run");
   }
 }

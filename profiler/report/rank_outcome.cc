@@ -50,6 +50,13 @@ bool RebuildsDdpBuckets(const RankReport& report) {
          report.context.config.ddp.gradient_as_bucket_view;
 }
 
+std::string OneTimeSteps(const RankReport& report) {
+  return std::string("step 1 creates the gradients and optimizer state") +
+         (RebuildsDdpBuckets(report)
+              ? ", DDP rebuilds its buckets once in step 2"
+              : "");
+}
+
 bool ReachedSteadyState(const RankReport& report) {
   for (const StepReport& step : report.steps) {
     if (step.completed && step.step >= report.steady_from) return true;

@@ -26,4 +26,9 @@ bool ReachedSteadyState(const RankReport& report);
 // program that tracked no Reducer has none).
 bool RebuildsDdpBuckets(const RankReport& report);
 
+// "step 1 creates the gradients and optimizer state", with ", DDP rebuilds
+// its buckets once in step 2" when it does: why the steady state begins
+// where it does.
+std::string OneTimeSteps(const RankReport& report);
+
 }  // namespace memprof

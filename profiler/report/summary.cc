@@ -333,11 +333,7 @@ std::string FormatSummaryTable(const std::vector<RankReport>& ranks) {
                     std::to_string(first.steady_from) +
                     ", after the last step that ran, so these are step " +
                     std::to_string(first.steady_first_step) + "'s figures; ")
-      << "step 1 creates the gradients and optimizer state"
-      << (RebuildsDdpBuckets(first)
-              ? ", DDP rebuilds its buckets once in step 2"
-              : "")
-      << ")\n";
+      << OneTimeSteps(first) << ")\n";
   for (const RedundancyFigures& entry : first.redundancy) {
     out << "redundancy: " << RedundancySentence(entry, world) << "\n";
   }
