@@ -64,24 +64,26 @@ class FitRunsTest : public ::testing::Test {
   static std::string Runs(const std::string& a, const std::string& b) {
     return "--runs " + Dir(a) + "," + Dir(b);
   }
-  // A budget halfway between the peaks the runs' law predicts at
-  // `largest` and one above it: the law puts the largest micro-batch that
-  // fits at `largest`, and a measurement off the law by less than half a
-  // sample's bytes confirms it.
+  // A budget `fraction` of the way from the peak the runs' law predicts at
+  // `largest` to the one above it: the law puts the largest micro-batch
+  // that fits at `largest`, and a measurement that stays within the
+  // budget at `largest` and passes it one above confirms it.
   static int64_t BudgetFor(const std::string& a, const std::string& b,
-                           int64_t largest) {
+                           int64_t largest, double fraction = 0.5) {
     const RunsForFit runs = ReadRunsForFit({Dir(a), Dir(b)});
     const RunsFit fit = FitRuns(runs.runs, int64_t{1} << 40, 1, 1);
-    return (PredictedRunsPeak(fit.laws, largest, nullptr) +
-            PredictedRunsPeak(fit.laws, largest + 1, nullptr)) /
-           2;
+    const int64_t at = PredictedRunsPeak(fit.laws, largest, nullptr);
+    const int64_t above = PredictedRunsPeak(fit.laws, largest + 1, nullptr);
+    return at +
+           static_cast<int64_t>(fraction * static_cast<double>(above - at));
   }
 
   // fit --runs A,B at the budget for `largest`, measured with `command`:
   // predicted, then micro-batch `largest` fits and one above it runs out.
   void ExpectConfirmed(const std::string& a, const std::string& b,
-                       int64_t largest, const std::string& command) {
-    const int64_t budget = BudgetFor(a, b, largest);
+                       int64_t largest, double fraction,
+                       const std::string& command) {
+    const int64_t budget = BudgetFor(a, b, largest, fraction);
     TempDir out;
     const CommandResult r =
         Memprof("fit " + Runs(a, b) + " --budget " + std::to_string(budget) +
@@ -131,15 +133,24 @@ TempDir* FitRunsTest::dir_ = nullptr;
 // The example's peak is not exactly linear at the smallest micro-batches:
 // on 1 rank backward's peak grows by 28,712 B from micro-batch 1 to 2, then
 // by 25,608 B a sample to 4; on 2 ranks by 19,912 B, then 27,656 B. The law
-// of runs 1 and 2 is confirmed where that difference stays under half a
-// sample: at 3 on 1 rank, at 2 on 2 ranks (the measured micro-batch above
-// runs out of memory). Farther out only a third run tells.
+// of runs 1 and 2 is confirmed where that difference stays under the
+// budget's margins: at 3 on 1 rank, at 2 on 2 ranks (the measured
+// micro-batch above runs out of memory). Farther out only a third run
+// tells.
 TEST_F(FitRunsTest, ProgramOnOneRankPredictedAndConfirmed) {
-  ExpectConfirmed("one-1", "one-2", 3, kOwnLoop + "{micro_batch}");
+  // Budget halfway: 3 fits by 17,460 B and 4 is over by 8,148 B.
+  ExpectConfirmed("one-1", "one-2", 3, 0.5, kOwnLoop + "{micro_batch}");
 }
 
+// On 2 ranks the budget sits 95% of the way to the law's micro-batch 3
+// (18,916 B above 2, 8,740 B below the measured 3): more than a DDP bucket
+// (15,272 B) above 2, as Gloo's worker thread can still hold step 1's
+// bucket when step 2 rebuilds the buckets on a loaded machine (seen once
+// under ctest -j2: 30,544 B of buckets at the peak, a real out-of-memory
+// at the budget's midpoint).
 TEST_F(FitRunsTest, ProgramOnTwoRanksPredictedAndConfirmed) {
-  ExpectConfirmed("two-1", "two-2", 2, kTorchrun + kOwnLoop + "{micro_batch}");
+  ExpectConfirmed("two-1", "two-2", 2, 0.95,
+                  kTorchrun + kOwnLoop + "{micro_batch}");
 }
 
 // gpt-tiny profiled at micro-batches 1 and 2: under the budget at which its
