@@ -430,6 +430,8 @@ void DeriveMicroBatch(RunConfig& config) {
 }
 
 constexpr const char* kModelSections[] = {"mlp", "gpt", "llama", "resnet"};
+// The sections for any model ([lora] refuses resnet by itself).
+constexpr const char* kRunSections[] = {"train", "ddp", "lora"};
 
 // A section, a key in the file or a flag for a model other than the chosen
 // one would be ignored: InputError naming it, its line and the remedy.
@@ -441,13 +443,15 @@ void RefuseOtherModels(const RunConfig& config, const po::variables_map& cli,
   const std::string model =
       "the model is " + config.model + " (" + config.origins.at("model") + ")";
   for (const auto& [section, line] : file.sections) {
-    bool known = section == "train" || section == "ddp";
-    for (const char* other : kModelSections) known |= section == other;
+    bool model_section = false;
+    for (const char* other : kModelSections) model_section |= section == other;
+    bool known = model_section;
+    for (const char* other : kRunSections) known |= section == other;
     if (!known) {
       throw InputError(At(path, line) + ": unknown section [" + section +
-                       "]; known: mlp, gpt, llama, resnet, train, ddp");
+                       "]; known: mlp, gpt, llama, resnet, train, ddp, lora");
     }
-    if (section != config.model && section != "train" && section != "ddp") {
+    if (model_section && section != config.model) {
       throw InputError(At(path, line) + ": section [" + section +
                        "] is for model " + section + ", but " + model +
                        "; remove the section, or set model = " + section);

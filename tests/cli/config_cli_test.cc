@@ -598,8 +598,25 @@ TEST_F(ConfigCliTest, ASectionForAnotherModelIsRefusedAtItsLine) {
   const std::string typo = Write("typo.ini", std::string(kGood) + "[trian]\n");
   EXPECT_NE(ErrorOf({"--config", typo})
                 .find(typo + ":10: unknown section [trian]; known: mlp, gpt, "
-                             "llama, resnet, train, ddp"),
+                             "llama, resnet, train, ddp, lora"),
             std::string::npos);
+}
+
+// [lora], as fine-tuning.md writes it, beside any model's own section.
+TEST_F(ConfigCliTest, ReadsALoraSection) {
+  const std::string path =
+      Write("lora.ini", std::string(kGpt) +
+                            "[lora]\nrank = 4\nalpha = 16\ntargets = c_attn\n");
+  const ProfileArgs args = ParseProfileArgs({"--config", path});
+  EXPECT_EQ(args.config.lora.rank, 4);
+  EXPECT_EQ(args.config.lora.alpha, 16);
+  EXPECT_EQ(args.config.lora.targets, "c_attn");
+  EXPECT_EQ(args.config.origins.at("lora.rank"), path + ":11");
+  const std::string typo =
+      Write("typo.ini", std::string(kGpt) + "[lora]\nrnak = 4\n");
+  EXPECT_NE(ErrorOf({"--config", typo}).find(typo + ":11: unknown key "),
+            std::string::npos)
+      << ErrorOf({"--config", typo});
 }
 
 // The effective config: each key's value with where it came from.
