@@ -59,7 +59,57 @@ struct MeasuredRun {
   bool completed = false;
   int64_t peak_bytes = 0;
   std::string out_of_memory;  // OutOfMemoryMessage, when it ran out
+  // Where it ran out, and the prediction for the run (its own fit).
+  Phase oom_phase = Phase::kIdle;
+  int oom_step = 0;
+  int64_t model_state_bytes = 0;
 };
+
+// Note [Measured verdicts]
+// Micro-batch 1 ran out of memory on the measured rank: the verdict follows
+// where, as the predicted one does (Note [Fit verdicts]):
+// - model-state-overflow: the model state alone (the run's own prediction
+//   at one rank, exact to the byte) is over the budget, or the run ran out
+//   in an optimizer step, where no activation is live;
+// - start-up-overflow: it ran out before step 1 with the model state
+//   within the budget: DDP's start-up broadcast of the weights holds a
+//   flat copy of them (up to 250 MiB a chunk), which no micro-batch and no
+//   number of ranks changes, and the prediction leaves out;
+// - activation-overflow: otherwise (inputs, forward, backward): what
+//   micro-batch 1 adds to a model state that fits is over the rest.
+std::string MeasuredAtOneVerdict(const MeasuredRun& one, int64_t budget,
+                                 std::ostream& why) {
+  why << "micro-batch 1 ran out of memory (" << one.out_of_memory << "): ";
+  const std::string state = "the model state, " +
+                            HumanBytes(one.model_state_bytes) +
+                            " on one rank, ";
+  if (one.model_state_bytes > budget) {
+    why << state
+        << "is alone over the budget, as on every data-parallel "
+           "rank (ZeRO's shards are priced above)";
+    return FitVerdictName(FitVerdict::kModelStateOverflow);
+  }
+  if (one.oom_phase == Phase::kOptimizer) {
+    why << state
+        << "fits alone, but not with the optimizer step's update "
+           "workspace, with no activation live";
+    return FitVerdictName(FitVerdict::kModelStateOverflow);
+  }
+  if (one.oom_step == 0) {
+    why << state
+        << "fits, but DDP's start-up broadcast holds a flat copy "
+           "of the weights (up to 250 MiB a chunk) beside them for a "
+           "moment, which the prediction leaves out: no micro-batch and no "
+           "number of ranks changes it";
+    return "start-up-overflow";
+  }
+  why << state
+      << "fits, but what micro-batch 1 adds to it (activations, "
+         "inputs, workspace) does not, and no smaller micro-batch per rank "
+         "exists: only what shrinks the activations or shards the model "
+         "state can help";
+  return FitVerdictName(FitVerdict::kActivationOverflow);
+}
 
 // `words` with "--key VALUE" (or "--key=VALUE") for the lever's flags
 // ("--gpt.seq_len 498") in place of any the user gave for the same key.
@@ -134,7 +184,11 @@ class Measurer {
       run.peak_bytes = report->peak.total_bytes;
     } else if (child.exit_code == kExitRunFailed && report != nullptr &&
                report->out_of_memory) {
-      run.out_of_memory = OutOfMemoryMessage(*report->out_of_memory);
+      const OutOfMemoryFigures& oom = *report->out_of_memory;
+      run.out_of_memory = OutOfMemoryMessage(oom);
+      run.oom_phase = oom.phase;
+      run.oom_step = oom.step;
+      run.model_state_bytes = oom.fit.model_state_bytes;
     } else if (const std::string error = LastErrorOf(child.log_path);
                child.exit_code == kExitBadInput && !error.empty()) {
       // Refused before it ran (no GPU, more memory than the machine has):
@@ -202,23 +256,22 @@ int RunFitCommand(const FitArgs& args) {
             << HumanBytes(args.budget_bytes) << ", runs in " << dir << "):\n";
   Measurer measure(args, dir);
   const int64_t largest = LargestMeasured(measure, answer.largest_micro_batch);
-  FitVerdict verdict;
+  bool fits = false;
+  std::string verdict;
   std::ostringstream why;
   if (largest == 0) {
-    verdict = FitVerdict::kModelStateOverflow;
-    why << "micro-batch 1 ran out of memory (" << measure.Run(1).out_of_memory
-        << "): model state does not fit, at any number of data-parallel "
-           "ranks";
+    verdict = MeasuredAtOneVerdict(measure.Run(1), args.budget_bytes, why);
   } else {
-    verdict = answer.micro_batch <= largest ? FitVerdict::kFits
-                                            : FitVerdict::kActivationOverflow;
+    fits = answer.micro_batch <= largest;
+    verdict = FitVerdictName(fits ? FitVerdict::kFits
+                                  : FitVerdict::kActivationOverflow);
     why << "the largest micro-batch per rank that ran to completion is "
         << largest << " (peak " << HumanBytes(measure.Run(largest).peak_bytes)
         << ")";
     if (largest < kLargestMeasured) {
       why << "; micro-batch " << largest + 1 << " ran out of memory";
     }
-    if (verdict == FitVerdict::kActivationOverflow) {
+    if (!fits) {
       const GlobalBatchSplit split = KeepGlobalBatch(
           answer.micro_batch, answer.world_size, largest, kMaxDdpWorldSize);
       why << "; the requested micro-batch " << answer.micro_batch
@@ -229,9 +282,8 @@ int RunFitCommand(const FitArgs& args) {
       }
     }
   }
-  std::cout << "measured verdict: " << FitVerdictName(verdict) << ": "
-            << why.str() << "\n";
-  if (verdict == FitVerdict::kFits) return kExitOk;
+  std::cout << "measured verdict: " << verdict << ": " << why.str() << "\n";
+  if (fits) return kExitOk;
 
   // The first lever that changes one rank's run itself, and the LoRA
   // lever when it is not that one, each run at the requested micro-batch

@@ -875,6 +875,53 @@ TEST_F(FitMeasure, BelowModelStateEvenMicroBatchOneRunsOutOfMemory) {
   EXPECT_TRUE(fs::exists(dir_ / "micro-batch-1" / "rank-0.json"));
 }
 
+// Note [Measured verdicts]: llama-tiny's model state (2.08 MiB) fits 2.45
+// MiB and micro-batch 1 (2.53 MiB, in backward) does not: micro-batch 1
+// runs out of memory in a step's forward or backward, an
+// activation-overflow, as predicted.
+TEST_F(FitMeasure,
+       MicroBatchOneOverWithTheModelStateWithinIsAnActivationOverflow) {
+  const CommandResult r = RunMemprof(
+      "fit --config " MEMPROF_SOURCE_DIR
+      "/configs/llama-tiny.ini --micro-batch 1 --budget 2.45MiB --measure "
+      "--out " +
+      dir_.string());
+  EXPECT_EQ(r.exit_code, kExitCheckFailed) << r.output;
+  EXPECT_NE(r.output.find("verdict: activation-overflow: the model state, "
+                          "2.08 MiB per rank, fits 2.45 MiB"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(std::regex_search(
+      r.output, std::regex("measured verdict: activation-overflow: "
+                           "micro-batch 1 ran out of memory \\(out of memory "
+                           "in (forward|backward) of step [0-9]+: [^\n]*\\): "
+                           "the model state, 2.08 MiB on one rank, fits, but "
+                           "what micro-batch 1 adds to it")))
+      << r.output;
+}
+
+// Everything but the output layer frozen: the model state (386 KiB) fits
+// 450 KiB, and so does the predicted peak, but DDP's start-up broadcast of
+// the weights (a flat copy of 311 KiB) does not: start-up-overflow.
+TEST_F(FitMeasure, TheStartUpBroadcastOverTheBudgetIsAStartUpOverflow) {
+  const CommandResult r = RunMemprof(
+      "fit --config " MEMPROF_SOURCE_DIR
+      "/configs/llama-odd.ini --freeze model.embed_tokens,model.layers,"
+      "model.norm --budget 450KiB --measure --out " +
+      dir_.string());
+  EXPECT_EQ(r.exit_code, kExitCheckFailed) << r.output;
+  EXPECT_NE(r.output.find("\nverdict: fits: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("measured verdict: start-up-overflow: micro-batch 1 "
+                          "ran out of memory (out of memory in ddp_init: "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("the model state, 386 KiB on one rank, fits, but "
+                          "DDP's start-up broadcast holds a flat copy of the "
+                          "weights"),
+            std::string::npos)
+      << r.output;
+}
+
 // Issue 35: below the weights alone, micro-batch 1 runs out of memory
 // while the model is built, before step 1; fit --measure gives its measured
 // verdict (it exited 3, its run's report refused) and the run its report.
