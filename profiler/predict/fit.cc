@@ -444,6 +444,12 @@ FitAnswer Fit(const RunConfig& config, int64_t budget_bytes,
     for (int k = 3; k >= 1; --k) {
       if (a.zero_peak_bytes[k] <= budget_bytes) a.zero_stage = k;
     }
+    if (a.zero_stage > 0 && a.micro_batch > 1) {
+      a.zero_requested_bytes =
+          a.zero_stage == 1 ? FigureWith(zero1, a.micro_batch, device)
+                            : stages[a.zero_stage] + a.peak_bytes -
+                                  ModelStateBytes(requested.Peak().bytes);
+    }
   }
   if (a.verdict != FitVerdict::kFits) {
     a.levers = Levers(config, a, a.peak_bytes - a.model_state_bytes);
@@ -557,8 +563,17 @@ std::string FitVerdictSentence(const FitAnswer& a) {
       }
       if (a.zero_stage > 0) {
         out << "ZeRO-" << a.zero_stage << " at " << Plural(a.world_size, "rank")
-            << " would fit (" << HumanBytes(a.zero_peak_bytes[a.zero_stage])
-            << " per rank)";
+            << " would fit micro-batch 1 ("
+            << HumanBytes(a.zero_peak_bytes[a.zero_stage]) << " per rank)";
+        if (a.zero_requested_bytes > 0) {
+          out << (a.zero_requested_bytes <= a.budget_bytes ? ", and "
+                                                           : ", not ")
+              << "micro-batch " << a.micro_batch << " ("
+              << (a.zero_requested_bytes == std::numeric_limits<int64_t>::max()
+                      ? std::string("a config memprof refuses")
+                      : HumanBytes(a.zero_requested_bytes))
+              << ")";
+        }
       } else if (a.zero3_ranks > 0 && a.world_size == 1) {
         out << "sharding the model state across ranks would: ZeRO-"
             << a.zero_stage_at_ranks << " fits at " << a.zero3_ranks

@@ -153,6 +153,9 @@ struct FitAnswer {
   ZeroPricing zero;                 // at world_size
   int64_t zero_peak_bytes[4] = {};  // [1..3]: stage k at micro-batch 1
   int zero_stage = 0;               // smallest stage that fits; 0: none
+  // zero_stage's figure at the requested micro-batch (0 when zero_stage is
+  // 0 or the micro-batch is 1), as zero_peak_bytes prices micro-batch 1.
+  int64_t zero_requested_bytes = 0;
   int64_t zero3_ranks = 0;  // fewest ranks at which ZeRO-3 fits; 0: none
   // At zero3_ranks, the smallest stage that fits there (1 as memprof runs
   // it, 2 and 3 priced); 0 when zero3_ranks is.

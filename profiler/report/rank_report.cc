@@ -148,6 +148,7 @@ Json FitJson(const FitAnswer& fit) {
               {"zero_peak_bytes",
                {fit.zero_peak_bytes[1], fit.zero_peak_bytes[2],
                 fit.zero_peak_bytes[3]}},
+              {"zero_requested_bytes", fit.zero_requested_bytes},
               {"zero3_ranks", fit.zero3_ranks},
               {"zero_stage_at_ranks", fit.zero_stage_at_ranks}};
 }

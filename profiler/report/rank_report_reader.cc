@@ -488,6 +488,11 @@ FitAnswer RankReportReader::Fit(const Json& fit, int64_t limit_bytes) const {
         r_.Integer(zero[i], JsonElement(JsonPath(where, "zero_peak_bytes"), i),
                    0, kMaxInt64);
   }
+  out.zero_requested_bytes = Optional(
+      fit, "zero_requested_bytes", int64_t{0},  // since memprof.rank/1.14
+      [&] {
+        return r_.Integer(fit, where, "zero_requested_bytes", 0, kMaxInt64);
+      });
   out.zero3_ranks = r_.Bytes(fit, where, "zero3_ranks");
   out.zero_stage_at_ranks = static_cast<int>(Optional(
       fit, "zero_stage_at_ranks",  // since memprof.rank/1.13

@@ -404,7 +404,15 @@ TEST(Fit, ZeroOneIsOfferedOnlyWhereItsRunFits) {
   EXPECT_EQ(two.zero_stage, 2);
   const std::string sentence = FitVerdictSentence(two);
   EXPECT_EQ(sentence.find("ZeRO-1"), std::string::npos) << sentence;
-  EXPECT_NE(sentence.find("ZeRO-2 at 2 ranks would fit"), std::string::npos)
+  EXPECT_NE(sentence.find("ZeRO-2 at 2 ranks would fit micro-batch 1 ("),
+            std::string::npos)
+      << sentence;
+  // mlp-tiny's micro-batch 8 under ZeRO-2: its model state, the
+  // activations of 8 samples.
+  EXPECT_GT(two.zero_requested_bytes, two.zero_peak_bytes[2]);
+  EXPECT_NE(sentence.find("), and micro-batch 8 (" +
+                          HumanBytes(two.zero_requested_bytes) + ")"),
+            std::string::npos)
       << sentence;
   // One rank: ZeRO shards nothing, and is not offered as a stage.
   const FitAnswer one = FitOf(kTiny, 250000, {"--world-size", "1"});
@@ -413,6 +421,23 @@ TEST(Fit, ZeroOneIsOfferedOnlyWhereItsRunFits) {
   EXPECT_EQ(FitVerdictSentence(one).find("at 1 rank would fit"),
             std::string::npos)
       << FitVerdictSentence(one);
+}
+
+// The ZeRO stage the verdict names is priced at micro-batch 1; at the
+// requested micro-batch it may not fit, and the verdict says so.
+TEST(Fit, TheZeroStageNamedIsPricedAtTheRequestedMicroBatchToo) {
+  const FitAnswer a = FitOf(kTiny, 200000,
+                            {"--world-size", "2", "--micro-batch", "4096"});
+  ASSERT_EQ(a.verdict, FitVerdict::kModelStateOverflow);
+  ASSERT_EQ(a.zero_stage, 2);
+  EXPECT_GT(a.zero_requested_bytes, 200000);
+  const std::string sentence = FitVerdictSentence(a);
+  EXPECT_NE(sentence.find("ZeRO-2 at 2 ranks would fit micro-batch 1 (" +
+                          HumanBytes(a.zero_peak_bytes[2]) +
+                          " per rank), not micro-batch 4096 (" +
+                          HumanBytes(a.zero_requested_bytes) + ")"),
+            std::string::npos)
+      << sentence;
 }
 
 // Every byte figure `text` prints ("16.7 GiB", "21.1 GB", "512 B"), in order.
