@@ -1,5 +1,6 @@
 #include "profiler/base/atomic_file.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -29,8 +30,40 @@ void WriteFileAtomically(const std::string& path, const std::string& content) {
   if (std::rename(temp.c_str(), path.c_str()) != 0) fail("rename onto");
 }
 
+void RequireReplaceableFile(const std::string& flag, const std::string& path) {
+  if (path.empty()) {
+    throw InputError(flag + ": an empty path; give a file's path");
+  }
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0) return;  // a new file
+  const std::string what = S_ISLNK(info.st_mode)   ? "a symbolic link"
+                           : S_ISDIR(info.st_mode) ? "a directory"
+                           : S_ISREG(info.st_mode) ? ""
+                           : S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode)
+                               ? "a device"
+                           : S_ISFIFO(info.st_mode) ? "a FIFO"
+                                                    : "not a regular file";
+  if (what.empty()) return;
+  std::string remedy = "give a regular file's path";
+  if (S_ISLNK(info.st_mode)) {
+    std::error_code error;
+    const std::filesystem::path target =
+        std::filesystem::read_symlink(path, error);
+    remedy =
+        "memprof writes a new file in its place, which would replace "
+        "the link: give the path of the file itself" +
+        (error ? std::string() : " (" + target.string() + ")");
+  } else if (S_ISDIR(info.st_mode)) {
+    remedy = "give a file's path inside it";
+  } else {
+    remedy = "memprof writes a new regular file in its place: " + remedy;
+  }
+  throw InputError(flag + " " + path + ": " + what + "; " + remedy);
+}
+
 void WriteFlaggedFile(const std::string& flag, const std::string& path,
                       const std::string& content) {
+  RequireReplaceableFile(flag, path);
   try {
     WriteFileAtomically(path, content);
   } catch (const std::runtime_error& e) {

@@ -10,8 +10,16 @@ namespace memprof {
 // Throws std::runtime_error naming the path and the OS reason.
 void WriteFileAtomically(const std::string& path, const std::string& content);
 
-// WriteFileAtomically for a file a flag names: throws InputError
-// "FLAG: REASON; choose a writable path".
+// A path a flag names for memprof to write: a new file, or a regular file
+// that the written one replaces. Throws InputError naming the flag, the
+// path and the remedy for an empty path, a directory, a symbolic link (the
+// written file would replace the link) and anything not a regular file (a
+// device such as /dev/null, a FIFO, a socket), which writing would replace
+// with a regular file.
+void RequireReplaceableFile(const std::string& flag, const std::string& path);
+
+// WriteFileAtomically for a file a flag names, after RequireReplaceableFile:
+// throws InputError "FLAG: REASON; choose a writable path".
 void WriteFlaggedFile(const std::string& flag, const std::string& path,
                       const std::string& content);
 

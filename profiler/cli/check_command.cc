@@ -12,7 +12,7 @@
 namespace memprof {
 
 int RunCheckCommand(const CheckArgs& args) {
-  RequireCheckOutputs(args.check, args.run_dir);
+  PrepareCheckOutputs(args.check, args.run_dir);
   const Baseline baseline = LoadBaseline(args.check.baseline_path);
   const RunReadLock lock(args.run_dir);  // Note [Reading a live run]
   const RunFigures run = LoadRun(args.run_dir);
@@ -21,6 +21,7 @@ int RunCheckCommand(const CheckArgs& args) {
 
 int RunBaselineCommand(const BaselineArgs& args) {
   RequireOutsideRun("--out", args.out_path, args.run_dir);
+  RequireReplaceableFile("--out", args.out_path);
   Baseline baseline;
   const RunReadLock lock(args.run_dir);  // Note [Reading a live run]
   baseline.run = LoadRun(args.run_dir);

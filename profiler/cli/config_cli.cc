@@ -663,7 +663,7 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
                        " is a check option: add --check BASELINE");
     }
   }
-  ApplyGateWords(gate, cli, args.check.tolerances);
+  ApplyGateWords(gate, cli, args.check);
   if (args.snapshot_format != "json" && args.snapshot_format != "pickle") {
     throw InputError("--snapshot-format " + args.snapshot_format +
                      ": unknown; known: json, pickle");

@@ -58,7 +58,15 @@ bool Given(const po::variables_map& vm, const char* name) {
 }
 
 void ApplyGateWords(const GateWords& w, const po::variables_map& vm,
-                    ToleranceSettings& settings) {
+                    CheckOptions& options) {
+  for (const char* flag : {"markdown", "json"}) {
+    if (vm.count(flag) > 0 && vm[flag].as<std::string>().empty()) {
+      throw InputError(std::string("--") + flag +
+                       ": an empty path; give a file's path, or leave the "
+                       "flag out");
+    }
+  }
+  ToleranceSettings& settings = options.tolerances;
   for (const std::string& text : w.tolerances) {
     if (text.find('=') != std::string::npos) {
       const auto [key, tolerance] = KeyedTolerance(text);

@@ -29,11 +29,11 @@ bool Given(const boost::program_options::variables_map& vm, const char* name);
 // "KEY=VALUE" -> (KEY, tolerance); throws InputError naming the flag.
 std::pair<std::string, Tolerance> KeyedTolerance(const std::string& text);
 
-// --tolerance and --tolerance-bytes into `settings`; InputError naming the
-// flag.
+// --tolerance and --tolerance-bytes into `options.tolerances`; InputError
+// naming the flag, also for an empty --markdown or --json path.
 void ApplyGateWords(const GateWords& w,
                     const boost::program_options::variables_map& vm,
-                    ToleranceSettings& settings);
+                    CheckOptions& options);
 
 // Every command's flag style: Boost's default without prefix guessing, so a
 // flag is taken only as written in full (--micro is not --micro-batch).

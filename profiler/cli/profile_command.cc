@@ -169,7 +169,7 @@ int RunProfileCommand(const ProfileArgs& args) {
   const bool checker =
       !topology || (topology->rank == 0 && !topology->launched_by_memprof);
   if (!args.check.baseline_path.empty() && checker) {
-    RequireCheckOutputs(args.check, args.out_dir);
+    PrepareCheckOutputs(args.check, args.out_dir);
     baseline = LoadBaseline(args.check.baseline_path);
     // The run's context is known before it trains: a baseline it could
     // not be gated against is refused now, not after the run.

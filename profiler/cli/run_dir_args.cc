@@ -33,7 +33,7 @@ CheckArgs ParseCheckArgs(const std::vector<std::string>& words) {
   }
   Require(vm, "baseline", "check", "FILE");
   Require(vm, "run", "check", "DIR");
-  ApplyGateWords(gate, vm, args.check.tolerances);
+  ApplyGateWords(gate, vm, args.check);
   return args;
 }
 

@@ -4,9 +4,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "profiler/base/atomic_file.h"
@@ -22,17 +23,39 @@ namespace memprof {
 namespace fs = std::filesystem;
 namespace {
 
+// The Markdown appended to $GITHUB_STEP_SUMMARY when it names a regular
+// file (opened without blocking, so a FIFO there cannot hang the check). The
+// summary is a courtesy: when it cannot be appended, a warning says why and
+// the verdict stands.
 void AppendStepSummary(const std::string& markdown) {
   const char* path = std::getenv("GITHUB_STEP_SUMMARY");
   if (path == nullptr || *path == '\0') return;
-  std::ofstream out(path, std::ios::app);
-  out << markdown << "\n";
-  out.flush();
-  if (!out) {
-    throw InputError(
-        std::string("GITHUB_STEP_SUMMARY=") + path +
-        ": cannot append the check's table: " + std::strerror(errno));
+  const auto warn = [&](const std::string& why) {
+    std::cerr << "memprof: warning: GITHUB_STEP_SUMMARY=" << path
+              << ": the check's table was not appended: " << why
+              << "; the verdict is unchanged\n";
+  };
+  const int fd = ::open(
+      path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd < 0) return warn(std::strerror(errno));
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(fd);
+    return warn("not a regular file");
   }
+  const std::string text = markdown + "\n";
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string reason = std::strerror(errno);
+      ::close(fd);
+      return warn(reason);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) warn(std::strerror(errno));
 }
 
 }  // namespace
@@ -137,7 +160,7 @@ RunFigures RunFromReports(const std::vector<RankReport>& ranks,
   return CombineRankReports(reports, origins);
 }
 
-void RequireCheckOutputs(const CheckOptions& options,
+void PrepareCheckOutputs(const CheckOptions& options,
                          const std::string& run_dir) {
   const std::pair<const char*, const std::string*> outputs[] = {
       {"--markdown", &options.markdown_path}, {"--json", &options.json_path}};
@@ -149,30 +172,43 @@ void RequireCheckOutputs(const CheckOptions& options,
                      "own path");
   }
   for (const auto& [flag, path] : outputs) {
+    if (!path->empty()) RequireOutsideRun(flag, *path, run_dir);
+  }
+  for (const auto& [flag, path] : outputs) {
     if (path->empty()) continue;
-    RequireOutsideRun(flag, *path, run_dir);
-    // Checked here, before the run is read or trained, not when the
-    // table is written at the end.
-    const fs::path parent = fs::path(*path).parent_path();
-    const std::string dir = parent.empty() ? "." : parent.string();
     std::error_code error;
-    const bool is_directory = fs::is_directory(dir, error);
-    if (!is_directory || ::access(dir.c_str(), W_OK) != 0) {
-      throw InputError(std::string(flag) + " " + *path + ": its directory '" +
-                       dir + "' " +
-                       (is_directory ? "is not writable" : "does not exist") +
-                       "; create it or choose another path");
-    }
     if (fs::is_directory(*path, error)) {
       throw InputError(
           std::string(flag) + " " + *path +
           ": a directory; give a file's path (" + *path +
           (std::string(flag) == "--json" ? "/check.json)" : "/check.md)"));
     }
+    RequireReplaceableFile(flag, *path);
+    const fs::path parent = fs::path(*path).parent_path();
+    const std::string dir = parent.empty() ? "." : parent.string();
+    const bool is_directory = fs::is_directory(dir, error);
+    std::error_code same_error;
+    const bool in_run =
+        !is_directory && fs::weakly_canonical(dir, same_error) ==
+                             fs::weakly_canonical(run_dir, same_error);
+    if (!in_run && (!is_directory || ::access(dir.c_str(), W_OK) != 0)) {
+      throw InputError(std::string(flag) + " " + *path + ": its directory '" +
+                       dir + "' " +
+                       (is_directory ? "is not writable" : "does not exist") +
+                       "; create it or choose another path");
+    }
     if (fs::equivalent(*path, options.baseline_path, error)) {
       throw InputError(std::string(flag) + " " + *path +
                        ": that is the baseline the run is checked against, "
                        "which memprof would overwrite; choose another path");
+    }
+  }
+  for (const auto& [flag, path] : outputs) {
+    std::error_code error;
+    if (!path->empty() && !fs::remove(*path, error) && error) {
+      throw InputError(std::string(flag) + " " + *path +
+                       ": cannot remove the earlier check's file: " +
+                       error.message() + "; choose a writable path");
     }
   }
 }

@@ -45,10 +45,14 @@ void RequireSteadyState(const std::vector<RankReport>& ranks,
 RunFigures RunFromReports(const std::vector<RankReport>& ranks,
                           const std::string& dir);
 
-// Throws InputError when --markdown or --json names one of the run's files
-// in `run_dir` or the baseline itself, which writing would replace: called
-// before the run is read (or trained).
-void RequireCheckOutputs(const CheckOptions& options,
+// Called before the run is read (or trained). Throws InputError when
+// --markdown or --json names one of the run's files in `run_dir` or the
+// baseline itself, which writing would replace, a path that is not a
+// replaceable file (RequireReplaceableFile), or a file in a directory that
+// does not exist (other than `run_dir`, which profile creates). Then
+// removes the files they name from an earlier check, so that a check that
+// ends without a verdict (exit 2 or 3) leaves none that reads as its own.
+void PrepareCheckOutputs(const CheckOptions& options,
                          const std::string& run_dir);
 
 // Compares `run` with `baseline`, prints the table, writes --markdown and

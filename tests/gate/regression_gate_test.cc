@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -396,6 +397,78 @@ TEST_F(RegressionGateTest, OneUnitWiderFailsOnModelStateByThePredictedBytes) {
   EXPECT_EQ(strict.exit_code, 1);
   EXPECT_NE(strict.output.find("FAILED (--strict): "), std::string::npos)
       << strict.output;
+}
+
+// --json and --markdown name files memprof replaces: never a device, a
+// FIFO or a link (which writing would replace with a regular file), nor an
+// empty path. A check that ends without a verdict leaves no table of an
+// earlier one, and a step summary it cannot append leaves the verdict as
+// it was.
+TEST_F(RegressionGateTest, CheckOutputsAreFilesAndAFailedCheckLeavesNone) {
+  const std::string run = SeedRun("run");
+  ASSERT_EQ(RunMemprof("baseline --run " + run + " --out " + Path("base.json"))
+                .exit_code,
+            0);
+  const std::string check =
+      "check --baseline " + Path("base.json") + " --run " + run;
+  const std::string outputs =
+      " --json " + Path("c.json") + " --markdown " + Path("c.md");
+  ASSERT_EQ(RunMemprof(check + outputs).exit_code, 0);
+  ASSERT_TRUE(fs::exists(Path("c.json")) && fs::exists(Path("c.md")));
+  const std::string bad = Write("bad.json", "{");
+  const CommandResult failed =
+      RunMemprof("check --baseline " + bad + " --run " + run + outputs);
+  EXPECT_EQ(failed.exit_code, 2) << failed.output;
+  EXPECT_FALSE(fs::exists(Path("c.json")));
+  EXPECT_FALSE(fs::exists(Path("c.md")));
+
+  ASSERT_EQ(::mkfifo(Path("fifo").c_str(), 0644), 0);
+  const std::string kept = Write("kept.json", "kept\n");
+  fs::create_symlink(kept, Path("link.json"));
+  const std::pair<std::string, std::string> refused[] = {
+      {" --json " + Path("fifo"),
+       "--json " + Path("fifo") +
+           ": a FIFO; memprof writes a new regular file in its place"},
+      {" --json /dev/null",
+       "--json /dev/null: a device; memprof writes a new regular file"},
+      {" --markdown " + Path("link.json"),
+       "--markdown " + Path("link.json") +
+           ": a symbolic link; memprof writes a new file in its place, "
+           "which would replace the link: give the path of the file itself (" +
+           kept + ")"},
+      {" --json ''", "--json: an empty path; give a file's path"},
+  };
+  for (const auto& [flags, expected] : refused) {
+    const CommandResult r = RunMemprof(check + flags);
+    EXPECT_EQ(r.exit_code, 2) << flags << ": " << r.output;
+    EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;
+  }
+  EXPECT_TRUE(fs::is_symlink(Path("link.json")));
+  EXPECT_EQ(ReadFile(kept), "kept\n");
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+
+  // A FIFO with no reader as the step summary: no wait, a warning.
+  const CommandResult summary =
+      RunCommand("GITHUB_STEP_SUMMARY=" + Path("fifo") + " " + MEMPROF_BINARY +
+                 " " + check);
+  EXPECT_EQ(summary.exit_code, 0) << summary.output;
+  EXPECT_NE(summary.output.find(
+                "memprof: warning: GITHUB_STEP_SUMMARY=" + Path("fifo") +
+                ": the check's table was not appended: "),
+            std::string::npos)
+      << summary.output;
+}
+
+// As ci-gate.md's job writes it: the table inside the run's --out, which
+// profile creates.
+TEST_F(RegressionGateTest, ProfileWritesTheTableInsideTheOutItCreates) {
+  const CommandResult r = RunMemprof(
+      std::string("profile --config ") + kTiny + " --out " + Path("ci/run") +
+      " --check " + kBaselines + "/mlp-tiny-ws1.json --markdown " +
+      Path("ci/run/check.md") + " --json " + Path("ci/run/check.json"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(Path("ci/run/check.md")));
+  EXPECT_EQ(Read(Path("ci/run/check.json"))["result"], "ok");
 }
 
 TEST_F(RegressionGateTest, MalformedBaselinesAreBadInputNamingFileAndReason) {
