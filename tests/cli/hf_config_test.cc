@@ -207,19 +207,26 @@ TEST(HfConfigTest, RefusesWhatItCannotMapNamingTheFileAndField) {
       R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64,
           "intermediate_size": 176, "num_attention_heads": 4,
           "num_hidden_layers": 2, "vocab_size": 256)";
+  const std::string unsized =
+      R"({"architectures": ["LlamaForCausalLM"], "intermediate_size": 176,
+          "num_attention_heads": 4, "num_hidden_layers": 2,
+          "vocab_size": 256)";
   const std::string gpt2 =
       R"({"architectures": ["GPT2LMHeadModel"], "n_embd": 64, "n_head": 4,
           "n_layer": 2, "n_positions": 32, "vocab_size": 256)";
   const std::pair<std::string, std::string> cases[] = {
+      // Note [JSON members]: the second value would silently win.
+      {llama + R"(, "hidden_size": 128})",
+       "cfg.json: hidden_size: a member named twice; each name once"},
       {"{\"architectures\": [", "cfg.json: the file ends early (truncated?)"},
       {"{\"architectures\": [\"LlamaForCausalLM\"],, \"x\": 1}",
        "cfg.json: not valid JSON"},
       // A trailing comma ends the file on the '}', yet nothing is missing.
       {"{\"architectures\": [\"LlamaForCausalLM\"],}",
        "cfg.json: not valid JSON: parse error at line 1, column 40"},
-      {llama + R"(, "hidden_size": 64.0})",
+      {unsized + R"(, "hidden_size": 64.0})",
        "cfg.json: hidden_size: expected an integer in [1, "},
-      {llama + R"(, "hidden_size": 99999999999999999999999})",
+      {unsized + R"(, "hidden_size": 99999999999999999999999})",
        "got the number 9.999999999999999e+22"},
       {"[1, 2]", "cfg.json: expected a JSON object, got an array"},
       {R"({"hidden_size": 64})", "cfg.json: missing 'architectures'"},
@@ -231,9 +238,9 @@ TEST(HfConfigTest, RefusesWhatItCannotMapNamingTheFileAndField) {
        "cfg.json: architectures: expected one architecture name"},
       {R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2})",
        "cfg.json: missing 'hidden_size'"},
-      {llama + R"(, "hidden_size": "64"})",
+      {unsized + R"(, "hidden_size": "64"})",
        "cfg.json: hidden_size: expected an integer"},
-      {llama + R"(, "hidden_size": 0})",
+      {unsized + R"(, "hidden_size": 0})",
        "cfg.json: hidden_size: expected an integer in [1, "},
       {llama + R"(, "tie_word_embeddings": 1})",
        "cfg.json: tie_word_embeddings: expected true or false, got 1"},

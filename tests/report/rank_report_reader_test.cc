@@ -361,6 +361,44 @@ TEST_F(Corpus, ADeeplyNestedFileIsRefusedByEveryReader) {
             std::string::npos);
 }
 
+// Note [JSON members]: a member named twice is refused by its path, in a
+// rank report by every reader and in a baseline by check.
+TEST_F(Corpus, AMemberNamedTwiceIsRefusedByEveryReader) {
+  Write(OneRankReport());
+  const std::string baseline = (dir_ / "baseline.json").string();
+  ASSERT_EQ(RunMemprof("baseline --run " + dir_.string() + " --out " + baseline)
+                .exit_code,
+            0);
+  std::string text = OneRankReport().dump();
+  const std::string categories = "\"categories\":{";
+  ASSERT_NE(text.find(categories), std::string::npos);
+  text.insert(text.find(categories) + categories.size(), "\"weights\":{},");
+  WriteFile(dir_ / "rank-0.json", text);
+  for (const std::string command :
+       {"report --run " + dir_.string(),
+        "check --baseline " + baseline + " --run " + dir_.string(),
+        "baseline --run " + dir_.string() + " --out " +
+            (dir_ / "b2.json").string()}) {
+    const CommandResult r = RunMemprof(command);
+    EXPECT_EQ(r.exit_code, kExitBadInput) << command << "\n" << r.output;
+    EXPECT_NE(r.output.find((dir_ / "rank-0.json").string() +
+                            ": categories.weights: a member named twice"),
+              std::string::npos)
+        << command << "\n"
+        << r.output;
+  }
+  Write(OneRankReport());
+  std::string twice = ReadFile(baseline);
+  twice.insert(twice.find('{') + 1, "\"schema\": \"memprof.baseline/1\",");
+  WriteFile(baseline, twice);
+  const CommandResult r =
+      RunMemprof("check --baseline " + baseline + " --run " + dir_.string());
+  EXPECT_EQ(r.exit_code, kExitBadInput) << r.output;
+  EXPECT_NE(r.output.find(baseline + ": schema: a member named twice"),
+            std::string::npos)
+      << r.output;
+}
+
 // memprof's own allocation failing used to abort (exit 134, "terminate
 // called after throwing an instance of 'std::bad_alloc'"): under a 100 MB
 // address-space limit, 8 MiB of empty objects (about 200 MiB parsed) must
