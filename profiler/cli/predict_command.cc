@@ -388,6 +388,7 @@ std::string FormatPrediction(const Prediction& p, const RunConfig& config,
       << "--gpu-outside-allocator), the GPU needs "
       << HumanBytes(cuda.peak_reserved + outside_allocator_bytes)
       << " per rank\n";
+  out << MathPathAttentionNote(config, MicroBatch(config));
   return out.str();
 }
 

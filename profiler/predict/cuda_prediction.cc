@@ -1,7 +1,10 @@
 #include "profiler/predict/cuda_prediction.h"
 
 #include <algorithm>
+#include <string>
 #include <vector>
+
+#include "profiler/base/human_bytes.h"
 
 namespace memprof {
 namespace {
@@ -163,6 +166,51 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
           : &peak == &p.block_backward ? block_backward
                                        : early_backward,
           s.model().peak_reserved()};
+}
+
+}  // namespace memprof
+
+namespace memprof {
+
+int64_t MathPathAttentionBytes(const RunConfig& config, int64_t micro_batch) {
+  const LlamaConfig& l = config.llama;
+  const int64_t heads = l.num_attention_heads;
+  const int64_t kv_heads =
+      l.num_key_value_heads == 0 ? heads : l.num_key_value_heads;
+  if (config.model != "llama" || config.train.device != "cuda" ||
+      config.train.dtype != "float32" || kv_heads >= heads) {
+    return 0;
+  }
+  // Checkpointed blocks keep one layer's at a time, in its recompute.
+  const int64_t layers = config.train.activation_checkpointing == "blocks"
+                             ? 1
+                             : l.num_hidden_layers;
+  const double bytes =
+      4.0 * static_cast<double>(layers) * static_cast<double>(micro_batch) *
+      static_cast<double>(heads) * static_cast<double>(l.seq_len) *
+      static_cast<double>(l.seq_len);
+  return bytes >= 9.0e18 ? int64_t{9'000'000'000'000'000'000}
+                         : static_cast<int64_t>(bytes);
+}
+
+std::string MathPathAttentionNote(const RunConfig& config,
+                                  int64_t micro_batch) {
+  const int64_t bytes = MathPathAttentionBytes(config, micro_batch);
+  if (bytes == 0) return "";
+  return "not in these figures: on a GPU, float32 attention with grouped "
+         "key/value heads (" +
+         std::to_string(config.llama.num_key_value_heads) + " of " +
+         std::to_string(config.llama.num_attention_heads) +
+         ") has no fused kernel and takes PyTorch's math path, which keeps "
+         "the [B, H, T, T] float32 attention probabilities of " +
+         (config.train.activation_checkpointing == "blocks"
+              ? std::string("the layer it recomputes")
+              : std::string("every layer")) +
+         " for backward: " + HumanBytes(bytes) + " more at micro-batch " +
+         std::to_string(micro_batch) +
+         ", and k and v repeated per query head (unmeasured: memprof has not "
+         "run it on a GPU); bf16-autocast and bfloat16 take the fused "
+         "kernel, as predicted\n";
 }
 
 }  // namespace memprof

@@ -33,6 +33,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "profiler/base/cuda_allocator_model.h"
 #include "profiler/base/run_config.h"
@@ -50,5 +51,22 @@ struct CudaPrediction {
 
 CudaPrediction PredictOnCuda(const Prediction& prediction,
                              const RunConfig& config);
+
+// Note [Math-path attention]
+// On a GPU, scaled_dot_product_attention with grouped key/value heads
+// (llama, K < H) in float32 has no fused kernel: flash-attention runs in
+// 16 bits only, and the memory-efficient kernel takes no grouped heads. It
+// takes PyTorch's math path, which repeats k and v per query head and keeps
+// the [B, H, T, T] attention probabilities in float32 for backward
+// (docs/llama.md). The size table holds the fused kernels' tensors (the
+// CPU's), so the prediction leaves that out; memprof has not run it on a
+// GPU. What it leaves out at least, the probabilities of every layer, in
+// bytes; 0 for every other config.
+int64_t MathPathAttentionBytes(const RunConfig& config, int64_t micro_batch);
+
+// The sentence predict and fit print under a GPU figure when
+// MathPathAttentionBytes is not 0 ("" otherwise).
+std::string MathPathAttentionNote(const RunConfig& config,
+                                  int64_t micro_batch);
 
 }  // namespace memprof

@@ -611,6 +611,7 @@ std::string FormatFit(const FitAnswer& a, const RunConfig& config) {
            "micro-batch "
         << a.micro_batch << ": " << gpu_need << ", for "
         << HumanBytes(a.requested_peak_bytes) << " requested at the peak\n";
+    out << MathPathAttentionNote(config, a.micro_batch);
   }
   out << "model state per rank (weights + gradients + optimizer state + DDP "
          "buckets; "

@@ -108,5 +108,35 @@ TEST(CudaPrediction, MoreActivationsNeverReserveLess) {
   EXPECT_GE(b.peak_reserved, a.peak_reserved);
 }
 
+// Note [Math-path attention]: llama-tiny's 2 key/value heads of 4, in
+// float32 on a GPU: the [B, H, T, T] float32 probabilities of both layers
+// (4 x 2 x 4 x 4 x 32 x 32 = 131,072 B at micro-batch 4), named beside the
+// GPU figures; none where a fused kernel runs.
+TEST(CudaPrediction, MathPathAttentionIsNamedWhereNoFusedKernelRuns) {
+  const RunConfig gqa = PredictPreset("llama-tiny", {"--train.device", "cuda"});
+  EXPECT_EQ(MathPathAttentionBytes(gqa, 4), 4 * 2 * 4 * 4 * 32 * 32);
+  const std::string note = MathPathAttentionNote(gqa, 4);
+  EXPECT_NE(note.find("float32 attention with grouped key/value heads (2 of "
+                      "4) has no fused kernel"),
+            std::string::npos)
+      << note;
+  EXPECT_NE(note.find(": 128 KiB more at micro-batch 4"), std::string::npos)
+      << note;
+  EXPECT_EQ(MathPathAttentionBytes(
+                PredictPreset("llama-tiny",
+                              {"--train.device", "cuda",
+                               "--train.activation_checkpointing", "blocks"}),
+                4),
+            4 * 1 * 4 * 4 * 32 * 32);
+  for (const std::vector<std::string>& fused :
+       {std::vector<std::string>{},  // the CPU
+        {"--train.device", "cuda", "--train.dtype", "bf16-autocast"},
+        {"--train.device", "cuda", "--train.dtype", "bfloat16"},
+        {"--train.device", "cuda", "--llama.num_key_value_heads", "4"}}) {
+    EXPECT_EQ(MathPathAttentionBytes(PredictPreset("llama-tiny", fused), 4), 0);
+    EXPECT_EQ(MathPathAttentionNote(PredictPreset("llama-tiny", fused), 4), "");
+  }
+}
+
 }  // namespace
 }  // namespace memprof
