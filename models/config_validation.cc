@@ -379,7 +379,7 @@ void ValidateRunConfig(const RunConfig& c) {
                                    "'; known models: " + kKnownModels);
   }
   RequireSize("train.micro_batch", c.train.micro_batch);
-  RequirePositive("train.steps", c.train.steps);
+  RequireSize("train.steps", c.train.steps);
   // Step 1 creates the gradients and the optimizer state and DDP rebuilds
   // its buckets in step 2: a steady state needs a step after both.
   if (c.train.steps < kFirstSteadyStep) {

@@ -1,9 +1,11 @@
 #include "profiler/cli/command_child.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -38,6 +40,84 @@ void ReplaceAll(std::string& text, const std::string& from,
   }
 }
 
+// Note [Command log cap]
+// The command's output goes through a pipe into OUT_DIR.log: its first
+// kLogHeadBytes, then a line saying how much was left out, then its last
+// kLogTailBytes (where its error is: LastErrorOf reads the log's end). A
+// program that prints without end ('yes {micro_batch}' wrote 4.3 GB in
+// 5 s) cannot fill the disk.
+constexpr int64_t kLogHeadBytes = int64_t{16} << 20;
+constexpr size_t kLogTailBytes = size_t{64} << 10;
+
+class CappedLog {
+ public:
+  explicit CappedLog(int fd) : fd_(fd) {}
+  ~CappedLog() { ::close(fd_); }
+
+  void Add(const char* data, size_t size) {
+    const size_t head = static_cast<size_t>(
+        std::min<int64_t>(static_cast<int64_t>(size), kLogHeadBytes - head_));
+    if (head > 0) {
+      Write(data, head);
+      head_ += static_cast<int64_t>(head);
+    }
+    tail_.append(data + head, size - head);
+    if (tail_.size() > 2 * kLogTailBytes) Trim();
+  }
+  // The tail, after a line naming what was left out.
+  void Finish() {
+    Trim();
+    if (left_out_ > 0) {
+      const std::string line = "\n[memprof: " + std::to_string(left_out_) +
+                               " bytes of the command's output left out; its "
+                               "last " +
+                               std::to_string(tail_.size()) + " follow]\n";
+      Write(line.data(), line.size());
+    }
+    Write(tail_.data(), tail_.size());
+    tail_.clear();
+  }
+
+ private:
+  void Trim() {
+    if (tail_.size() <= kLogTailBytes) return;
+    const size_t drop = tail_.size() - kLogTailBytes;
+    tail_.erase(0, drop);
+    left_out_ += static_cast<int64_t>(drop);
+  }
+  void Write(const char* data, size_t size) {
+    while (size > 0) {
+      const ssize_t n = ::write(fd_, data, size);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // a full disk: the log is a courtesy
+      data += n;
+      size -= static_cast<size_t>(n);
+    }
+  }
+
+  int fd_;
+  int64_t head_ = 0;
+  int64_t left_out_ = 0;
+  std::string tail_;
+};
+
+// What the pipe holds now into `log`, waiting at most `wait_ms` for it;
+// false at its end (every writer gone).
+bool Drain(int pipe, CappedLog& log, int wait_ms) {
+  pollfd ready{pipe, POLLIN, 0};
+  if (::poll(&ready, 1, wait_ms) <= 0) return true;
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(pipe, buffer, sizeof buffer);
+    if (n > 0) {
+      log.Add(buffer, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0;  // 0: the end; EAGAIN: drained for now
+  }
+}
+
 // SIGTERM to the group, SIGKILL after the grace period; reaps `pid`.
 int StopGroup(pid_t pid) {
   ::kill(-pid, SIGTERM);
@@ -69,20 +149,26 @@ CommandRun RunCommandChild(const std::string& command_line,
                            int64_t memory_limit_bytes, int64_t timeout_s) {
   CommandRun run;
   run.log_path = out_dir + ".log";
-  const int log =
-      ::open(run.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int log = ::open(run.log_path.c_str(),
+                         O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log < 0) {
     throw RunFailure("cannot write " + run.log_path + ": " +
                      std::strerror(errno));
   }
+  int pipe_ends[2];
+  if (::pipe2(pipe_ends, O_CLOEXEC) != 0) {
+    ::close(log);
+    throw RunFailure(std::string("pipe: ") + std::strerror(errno));
+  }
+  ::fcntl(pipe_ends[0], F_SETFL, O_NONBLOCK);
   const StopSignals stop_signals;
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::setpgid(0, 0);
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
-    ::dup2(log, STDOUT_FILENO);
-    ::dup2(log, STDERR_FILENO);
+    ::dup2(pipe_ends[1], STDOUT_FILENO);
+    ::dup2(pipe_ends[1], STDERR_FILENO);
     ::setenv("MEMPROF_OUT", out_dir.c_str(), 1);
     if (memory_limit_bytes > 0) {
       ::setenv("MEMPROF_MEMORY_LIMIT",
@@ -94,8 +180,14 @@ CommandRun RunCommandChild(const std::string& command_line,
             static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  ::close(log);
-  if (pid < 0) throw RunFailure(std::string("fork: ") + std::strerror(errno));
+  ::close(pipe_ends[1]);
+  if (pid < 0) {
+    ::close(pipe_ends[0]);
+    ::close(log);
+    throw RunFailure(std::string("fork: ") + std::strerror(errno));
+  }
+  CappedLog capped(log);  // Note [Command log cap]
+  const int output = pipe_ends[0];
   ::setpgid(pid, pid);  // as the child does: whichever runs first
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
@@ -118,9 +210,16 @@ CommandRun RunCommandChild(const std::string& command_line,
       status = StopGroup(pid);
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    Drain(output, capped, 20);
   }
   ::kill(-pid, SIGKILL);  // what the command left running in its group
+  // What the group wrote before it ended; the killed ones' ends close.
+  const auto drained = std::chrono::steady_clock::now() + kStopGrace;
+  while (Drain(output, capped, 20) &&
+         std::chrono::steady_clock::now() < drained) {
+  }
+  ::close(output);
+  capped.Finish();
   run.exit_code =
       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return run;

@@ -852,10 +852,12 @@ FitArgs ParseFitRunsArgs(const std::vector<std::string>& words) {
                      "' has no {micro_batch}: write it where the program "
                      "takes its micro-batch (--micro-batch {micro_batch})");
   }
-  if (args.command_timeout_s < 1) {
+  // A day, as ddp.timeout_s: longer is a hang, and now + it must fit the
+  // clock.
+  if (args.command_timeout_s < 1 || args.command_timeout_s > 86400) {
     throw InputError("--command-timeout " +
                      std::to_string(args.command_timeout_s) +
-                     ": expected seconds, 1 or more");
+                     ": expected seconds, from 1 to 86400 (a day)");
   }
   if (!args.out_dir.empty() && !args.measure) {
     throw InputError("--out is where --measure's runs write: add --measure");

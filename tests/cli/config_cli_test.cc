@@ -602,6 +602,29 @@ TEST_F(ConfigCliTest, ASectionForAnotherModelIsRefusedAtItsLine) {
             std::string::npos);
 }
 
+// Integers are at most 2^31 - 1 (reference.md), steps too; a command's
+// timeout at most a day.
+TEST_F(ConfigCliTest, StepsAndTheCommandTimeoutAreBounded) {
+  const std::string path = Write("good.ini", kGood);
+  const std::string steps =
+      ErrorOf({"--config", path, "--steps", "2147483648"});
+  EXPECT_NE(steps.find("train.steps must be at most 2147483647, got "
+                       "2147483648"),
+            std::string::npos)
+      << steps;
+  std::string timeout;
+  try {
+    ParseFitArgs({"--runs", "a,b", "--budget", "1GiB", "--measure", "--command",
+                  "run {micro_batch}", "--command-timeout", "86401"});
+  } catch (const InputError& e) {
+    timeout = e.what();
+  }
+  EXPECT_NE(timeout.find("--command-timeout 86401: expected seconds, from 1 "
+                         "to 86400 (a day)"),
+            std::string::npos)
+      << timeout;
+}
+
 // [lora], as fine-tuning.md writes it, beside any model's own section.
 TEST_F(ConfigCliTest, ReadsALoraSection) {
   const std::string path =

@@ -8,6 +8,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <regex>
 #include <string>
 #include <vector>
@@ -242,6 +244,26 @@ TEST_F(FitRunsTest, FailedCommandsAreRunFailures) {
                              "and was stopped"),
             std::string::npos)
       << slow.output;
+  // Note [Command log cap]: a command that prints without end leaves a
+  // log of its first 16 MiB and its last 64 KiB.
+  TempDir out;
+  const CommandResult loud =
+      Memprof(fit + "--command-timeout 2 --out " + (out.path() / "m").string() +
+              " --command 'yes {micro_batch}'");
+  EXPECT_EQ(loud.exit_code, 3) << loud.output;
+  bool capped = false;
+  for (const auto& entry : fs::directory_iterator(out.path() / "m")) {
+    if (entry.path().extension() != ".log") continue;
+    EXPECT_LE(entry.file_size(), (16u << 20) + (64u << 10) + 200)
+        << entry.path();
+    std::ifstream log(entry.path());
+    const std::string text{std::istreambuf_iterator<char>(log),
+                           std::istreambuf_iterator<char>()};
+    capped |= text.find(
+                  "bytes of the command's output left out; its last "
+                  "65536 follow]") != std::string::npos;
+  }
+  EXPECT_TRUE(capped);
   // Runs of 2 ranks, a command of 1: bad input, named.
   const CommandResult one = Memprof("fit " + Runs("two-1", "two-2") +
                                     " --budget 1MiB --measure --command '" +
