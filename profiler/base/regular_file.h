@@ -24,9 +24,9 @@ namespace memprof {
 //   bytes in 200 steps and 503,786 in 2,000, so 20,000 steps write about
 //   4.8 MB and the cap holds about 284,000 steps. --keep-steps all keeps
 //   every step's detail, 3,822 bytes more a step (828,897 bytes in 200
-//   steps): the cap then holds about 16,000 mlp-tiny steps, and a longer
-//   run of several ranks fails when rank 0 gathers the reports (exit 2,
-//   naming the file and the cap). Reading a 64 MiB report
+//   steps): the cap would hold about 16,000 mlp-tiny steps, so a run keeps
+//   the detail of at most 5,000 micro-batches (Note [Kept detail bound],
+//   cli/config_cli.cc). Reading a 64 MiB report
 //   of 284,000 steps peaks at 523 MiB (memprof report); the worst text,
 //   64 MiB of empty objects, at 1.56 GiB.
 // - baseline, 128 MiB (kMaxBaselineBytes, gate/baseline.h): about 1 KiB

@@ -430,6 +430,38 @@ void DeriveMicroBatch(RunConfig& config) {
 }
 
 constexpr const char* kModelSections[] = {"mlp", "gpt", "llama", "resnet"};
+
+// Note [Kept detail bound]
+// A kept step's detail (its timeline, breakdowns, scopes) takes about 4 KiB
+// of rank report per micro-batch: 4,112 B a step for mlp-tiny, 6,325 B a
+// step of 2 micro-batches for llama-tiny, measured with --keep-steps all at
+// 10 and 30 steps. At most kMaxKeptMicroBatches of them keep their detail,
+// so that the report stays well within the 64 MiB its readers take (Note
+// [File size caps]): 19,000 mlp-tiny steps with --keep-steps all trained
+// for a minute and wrote a 76 MB report that report, check and baseline
+// refused.
+constexpr int64_t kMaxKeptMicroBatches = 5000;
+
+void RequireReadableKeptDetail(const KeepSteps& keep, const RunConfig& config,
+                               const po::variables_map& cli) {
+  // Step 1, the steady-state peak's step and the last `keep.last`.
+  const int64_t steps =
+      keep.all ? config.train.steps
+               : std::min<int64_t>(config.train.steps, int64_t{keep.last} + 2);
+  const int64_t micro_batches = steps * config.train.grad_accum;
+  if (micro_batches <= kMaxKeptMicroBatches) return;
+  const std::string flag =
+      "--keep-steps " + cli["keep-steps"].as<std::string>();
+  throw InputError(
+      flag + ": " + std::to_string(steps) + " steps of " +
+      std::to_string(config.train.grad_accum) +
+      " micro-batch(es) would keep their detail, about 4 KiB of rank report "
+      "each, more than the " +
+      std::to_string(kMaxKeptMicroBatches) +
+      " a report's readers can take: keep fewer (--keep-steps N, N x " +
+      "train.grad_accum at most " + std::to_string(kMaxKeptMicroBatches) +
+      "); every step's peak and time are kept whatever N is");
+}
 // The sections for any model ([lora] refuses resnet by itself).
 constexpr const char* kRunSections[] = {"train", "ddp", "lora"};
 
@@ -684,6 +716,7 @@ ProfileArgs ParseProfileArgs(const std::vector<std::string>& words) {
     }
     args.keep.last = value;
   }
+  RequireReadableKeptDetail(args.keep, args.config, cli);
   if (cli.count("memory-limit")) {
     if (args.no_hook) {
       throw InputError(

@@ -625,6 +625,28 @@ TEST_F(ConfigCliTest, StepsAndTheCommandTimeoutAreBounded) {
       << timeout;
 }
 
+// Note [Kept detail bound]: at most 5,000 micro-batches keep their detail,
+// so the report stays readable; every step's peak is kept regardless.
+TEST_F(ConfigCliTest, KeptDetailIsBoundedSoTheReportStaysReadable) {
+  const std::string path = Write("good.ini", kGood);
+  const std::string all =
+      ErrorOf({"--config", path, "--steps", "5001", "--keep-steps", "all"});
+  EXPECT_NE(all.find("--keep-steps all: 5001 steps of 1 micro-batch(es) would "
+                     "keep their detail"),
+            std::string::npos)
+      << all;
+  EXPECT_EQ(
+      ErrorOf({"--config", path, "--steps", "5000", "--keep-steps", "all"}),
+      "");
+  EXPECT_EQ(ErrorOf({"--config", path, "--steps", "100000"}), "");
+  const std::string accumulated =
+      ErrorOf({"--config", path, "--steps", "3000", "--keep-steps", "2999",
+               "--grad-accum", "2"});
+  EXPECT_NE(accumulated.find("--keep-steps 2999: 3000 steps of 2 "),
+            std::string::npos)
+      << accumulated;
+}
+
 // [lora], as fine-tuning.md writes it, beside any model's own section.
 TEST_F(ConfigCliTest, ReadsALoraSection) {
   const std::string path =
