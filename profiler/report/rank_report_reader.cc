@@ -147,6 +147,8 @@ class RankReportReader {
   ZeroFigures Zero(const Json& z, int world_size) const;
   void Categories(const Json& categories, RankReport& out) const;
   PeakFigures Peak(const Json& peak, const std::string& where) const;
+  void RequireSum(const Breakdown& breakdown, int64_t total,
+                  const std::string& where, const char* key) const;
   void Peaks(const Json& doc, RankReport& out) const;
   std::vector<StepReport> Steps(const Json& steps,
                                 std::vector<StepDetail>& details) const;
@@ -346,6 +348,23 @@ void RankReportReader::Categories(const Json& categories,
   }
 }
 
+// A moment's total is its breakdown's sum, as memprof writes it: a report
+// whose total says otherwise was edited or damaged (a peak total of 1 B
+// over 250 KiB of categories read as an improvement in the gate).
+void RankReportReader::RequireSum(const Breakdown& breakdown, int64_t total,
+                                  const std::string& where,
+                                  const char* key) const {
+  __int128 sum = 0;
+  for (int64_t bytes : breakdown) sum += bytes;
+  if (sum == total) return;
+  const bool fits = sum <= std::numeric_limits<int64_t>::max();
+  r_.Fail(JsonPath(where, key),
+          "is " + std::to_string(total) + ", but its breakdown sums to " +
+              (fits ? std::to_string(static_cast<int64_t>(sum))
+                    : std::string("more than 2^63 - 1")) +
+              ": the report was edited or damaged");
+}
+
 PeakFigures RankReportReader::Peak(const Json& peak,
                                    const std::string& where) const {
   PeakFigures out;
@@ -354,6 +373,7 @@ PeakFigures RankReportReader::Peak(const Json& peak,
   out.step = Int(peak, where, "step");
   out.seq = Seq(peak, where, "seq");
   out.breakdown = BreakdownOf(peak, where, "breakdown");
+  RequireSum(out.breakdown, out.total_bytes, where, "total_bytes");
   return out;
 }
 
@@ -511,6 +531,7 @@ OutOfMemoryFigures RankReportReader::OutOfMemory(const Json& oom) const {
   out.phase = PhaseOf(oom, where, "phase");
   out.step = Int(oom, where, "step");
   out.breakdown = BreakdownOf(oom, where, "breakdown");
+  RequireSum(out.breakdown, out.live_bytes, where, "live_bytes");
   out.fit = Fit(r_.Object(oom, where, "fit"), out.limit_bytes);
   out.by_system = Optional(oom, "refused_by", false, [&] {  // since 1.4
     const std::string by = r_.String(oom, where, "refused_by");

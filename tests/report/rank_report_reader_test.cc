@@ -200,6 +200,12 @@ TEST(RankReportReader, ErrorsNameTheFileAndTheJsonPath) {
             }).find("steps[1].step: is 7, expected 2"),
             std::string::npos);
   doc = OneRankReport();
+  doc["peak"]["total_bytes"] = 1;
+  EXPECT_NE(InputErrorOf([&] {
+              RankReportFromJson(doc, "r0.json");
+            }).find("peak.total_bytes: is 1, but its breakdown sums to "),
+            std::string::npos);
+  doc = OneRankReport();
   doc["peak"]["phase"] = "lunch";
   EXPECT_NE(InputErrorOf([&] {
               RankReportFromJson(doc, "r0.json");
