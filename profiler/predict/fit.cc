@@ -77,14 +77,20 @@ std::optional<FitLever> AccumulationLever(const RunConfig& config,
 
 // The LoRA lever (Note [Fit levers]): adapters of rank kFitLoraRank on the
 // attention projections (every Linear of an MLP), every base weight
-// frozen, at the requested micro-batch; for a model-state overflow only;
-// none when the run has adapters or frozen parameters already, when the
-// model has no Linear to adapt, or when it does not fit.
+// frozen, at the requested micro-batch; for a model-state overflow, or
+// when `others` (the same-training levers that fit) hold none that keeps
+// the samples as they are; none when
+// the run has adapters or frozen parameters already, when the model has no
+// Linear to adapt, or when it does not fit.
 constexpr int64_t kFitLoraRank = 8;
 
-std::optional<FitLever> LoraLever(const RunConfig& config, const FitAnswer& a) {
-  if (a.verdict != FitVerdict::kModelStateOverflow || config.lora.rank > 0 ||
-      !config.train.freeze.empty()) {
+std::optional<FitLever> LoraLever(const RunConfig& config, const FitAnswer& a,
+                                  const std::vector<FitLever>& others) {
+  const bool none_keeps_samples =
+      std::none_of(others.begin(), others.end(),
+                   [](const FitLever& l) { return !l.changes_samples; });
+  if ((a.verdict != FitVerdict::kModelStateOverflow && !none_keeps_samples) ||
+      config.lora.rank > 0 || !config.train.freeze.empty()) {
     return {};
   }
   RunConfig changed = config;
@@ -220,7 +226,8 @@ std::vector<FitLever> SameTrainingLevers(const RunConfig& config,
           return figure_with(at(n)) <= budget;
         });
         levers.push_back({what, key + std::to_string(size),
-                          figure_with(at(size)), /*one_rank=*/true});
+                          figure_with(at(size)), /*one_rank=*/true,
+                          /*adapters=*/false, /*changes_samples=*/true});
       }
     }
     const int autocast = index_of("--train.dtype bf16-autocast");
@@ -247,9 +254,10 @@ std::vector<FitLever> SameTrainingLevers(const RunConfig& config,
       break;
     }
   }
-  // Combinations, when no lever memprof runs fits alone.
+  // Combinations, when no lever memprof runs fits alone but one that
+  // changes the samples.
   for (const FitLever& lever : levers) {
-    if (!lever.flags.empty()) return levers;
+    if (!lever.flags.empty() && !lever.changes_samples) return levers;
   }
   for (size_t size = 2; size <= runnable.size(); ++size) {
     // Each combination of `size` levers, in their order.
@@ -268,7 +276,10 @@ std::vector<FitLever> SameTrainingLevers(const RunConfig& config,
       const int64_t peak = figure_with(changed);
       if (peak <= budget) levers.push_back({what, flags, peak, one_rank});
     }
-    if (!levers.empty() && !levers.back().flags.empty()) break;
+    if (!levers.empty() && !levers.back().flags.empty() &&
+        !levers.back().changes_samples) {
+      break;
+    }
   }
   return levers;
 }
@@ -279,7 +290,7 @@ std::vector<FitLever> SameTrainingLevers(const RunConfig& config,
 std::vector<FitLever> Levers(const RunConfig& config, const FitAnswer& a,
                              int64_t beyond_state) {
   std::vector<FitLever> levers = SameTrainingLevers(config, a, beyond_state);
-  if (std::optional<FitLever> lora = LoraLever(config, a)) {
+  if (std::optional<FitLever> lora = LoraLever(config, a, levers)) {
     levers.push_back(std::move(*lora));
   }
   return levers;
@@ -664,7 +675,7 @@ std::string FormatFit(const FitAnswer& a, const RunConfig& config) {
   }
   if (a.verdict != FitVerdict::kFits) {
     out << "levers that fit, in order (each alone, then combined when none "
-           "memprof runs fits alone):"
+           "memprof runs fits alone but a shorter sequence or resolution):"
         << (a.levers.empty() ? " none\n" : "\n");
     for (const FitLever& lever : a.levers) {
       out << "  " << lever.what << ": "

@@ -72,13 +72,16 @@ enum class FitVerdict {
 // (ZeRO, stages 1-3 at the run's ranks, each at the requested
 // micro-batch; stage 1, which memprof runs, predicted on its partition,
 // stages 2-3 priced). Only the levers that fit are listed. When no lever
-// that memprof runs (checkpointing, a shorter sequence or lower resolution,
-// bf16 autocast, ZeRO-1) fits alone, their combinations are tried, pairs
-// before all three, and those that fit listed. Last, since it trains
-// adapters instead of the model: LoRA when the model state overflows
-// (rank 8 on the attention projections, on every Linear of an MLP; the
-// base frozen, so model state shrinks to the base weights and the
-// adapters' state). When the model state alone is over the budget no
+// that memprof runs and that keeps the samples as they are (checkpointing,
+// bf16 autocast, ZeRO-1; not a shorter sequence or a lower resolution,
+// which change what is trained on) fits alone, their combinations are
+// tried, pairs before all three, and those that fit listed: Mistral-7B at
+// T = 4096 was offered only --llama.seq_len 246 where ZeRO-1 with
+// checkpointing fits. Last, since it trains adapters instead of the model:
+// LoRA when the model state overflows, or when no other lever fits (rank 8
+// on the attention projections, on every Linear of an MLP; the base
+// frozen, so model state shrinks to the base weights and the adapters'
+// state). When the model state alone is over the budget no
 // data-parallel or activation lever can help; only sharding and LoRA are
 // tried then.
 struct FitLever {
@@ -91,6 +94,9 @@ struct FitLever {
   // It trains LoRA adapters instead of the model (a different job; listed
   // last, and confirmed by fit --measure beside the first one_rank lever).
   bool adapters = false;
+  // It changes the samples (a shorter sequence, a lower resolution): it
+  // does not stand in for the combinations of the levers that keep them.
+  bool changes_samples = false;
 };
 const char* FitVerdictName(FitVerdict verdict);  // "activation-overflow"
 

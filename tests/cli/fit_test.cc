@@ -423,6 +423,43 @@ TEST(Fit, ZeroOneIsOfferedOnlyWhereItsRunFits) {
       << FitVerdictSentence(one);
 }
 
+// Note [Fit levers]: a shorter sequence changes what is trained on, so it
+// does not stand in for the combinations of the levers that keep the
+// samples: Mistral-7B at T = 4096 in bfloat16 on 8 ranks under 80 GiB was
+// offered only --llama.seq_len 246, where ZeRO-1 with checkpointing fits.
+TEST(Fit, AShorterSequenceDoesNotStandInForCombinations) {
+  const FitAnswer a =
+      FitOf(MEMPROF_SOURCE_DIR "/configs/mistral-7b.ini", int64_t{80} << 30,
+            {"--llama.seq_len", "4096", "--micro-batch", "8", "--train.dtype",
+             "bfloat16", "--world-size", "8"});
+  ASSERT_EQ(a.levers.size(), 2u) << FormatFit(a, RunConfig{});
+  EXPECT_TRUE(a.levers[0].changes_samples);
+  EXPECT_EQ(a.levers[0].flags, "--llama.seq_len 246");
+  EXPECT_FALSE(a.levers[1].changes_samples);
+  EXPECT_EQ(a.levers[1].flags,
+            "--train.activation_checkpointing blocks --ddp.zero_stage 1");
+  EXPECT_LE(a.levers[1].peak_bytes, int64_t{80} << 30);
+}
+
+// LoRA is offered beyond a model-state overflow when no lever that keeps
+// the samples fits: llama-tiny's micro-batch 1 (2.53 MiB) over 2.25 MiB,
+// its model state (2.08 MiB) within it, and nothing else fits.
+TEST(Fit, LoraIsOfferedWhenNothingElseFits) {
+  const FitAnswer a = FitOf(MEMPROF_SOURCE_DIR "/configs/llama-tiny.ini",
+                            2359296, {"--micro-batch", "1"});
+  ASSERT_EQ(a.verdict, FitVerdict::kActivationOverflow);
+  ASSERT_EQ(a.levers.size(), 1u);
+  EXPECT_TRUE(a.levers[0].adapters);
+  EXPECT_LE(a.levers[0].peak_bytes, 2359296);
+  // With a lever that keeps the samples, LoRA is not offered for an
+  // activation overflow.
+  const FitAnswer roomier = FitOf(MEMPROF_SOURCE_DIR "/configs/llama-tiny.ini",
+                                  2569011, {"--micro-batch", "1"});
+  ASSERT_EQ(roomier.verdict, FitVerdict::kActivationOverflow);
+  ASSERT_FALSE(roomier.levers.empty());
+  for (const FitLever& lever : roomier.levers) EXPECT_FALSE(lever.adapters);
+}
+
 // The ZeRO stage the verdict names is priced at micro-batch 1; at the
 // requested micro-batch it may not fit, and the verdict says so.
 TEST(Fit, TheZeroStageNamedIsPricedAtTheRequestedMicroBatchToo) {
