@@ -110,7 +110,8 @@ void ValidateLlama(const LlamaConfig& l) {
               " does not divide llama.num_attention_heads " +
               std::to_string(l.num_attention_heads) +
               ": each key/value head serves a whole group of query heads; "
-              "choose a divisor (or 0 for one per query head)");
+              "choose a divisor (or one key/value head per query head: 0 "
+              "in a config file or flag, null in a config.json)");
     }
   }
   if (l.head_dim != 0) {
@@ -274,6 +275,11 @@ void ValidateLoraKeys(const RunConfig& c) {
                       "lora.rank " + std::to_string(l.rank) +
                           ": the adapters' rank must be at least 1 (8 is "
                           "usual); leave out every lora key for no adapters");
+  }
+  if (l.rank > kMaxDimension) {  // Note [Countable sizes]
+    throw ConfigError("lora.rank", "lora.rank must be at most " +
+                                       std::to_string(kMaxDimension) +
+                                       ", got " + std::to_string(l.rank));
   }
   if (l.rank == 0) {
     // Another lora key without a rank: named after the key given, which

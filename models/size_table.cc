@@ -155,9 +155,12 @@ void SizeTable::RequireCountable() const {
   for (const SizeRow& row : rows)
     total = CheckedSum(total, row.Bytes(), "bytes");
   if (total > kMaxCountableBytes / 16) {
-    throw SizeOverflow("its tensors take " + HumanBytes(total) +
-                       ", and with gradients and Adam's state that is more "
-                       "than 2^53 bytes");
+    throw SizeOverflow(
+        "its tensors take " + HumanBytes(total) + ", more than the " +
+        HumanBytes(kMaxCountableBytes / 16) +
+        " (2^53 / 16 bytes) memprof counts exactly, so that every figure "
+        "derived from them (gradients, Adam's state, the sums over "
+        "categories) stays within 2^53");
   }
 }
 

@@ -20,35 +20,19 @@ std::string Shorten(const std::string& text) {
   return text.size() > kShown ? text.substr(0, kShown) + "..." : text;
 }
 
-// nlohmann's message without its "[json.exception.parse_error.101] " tag.
+// nlohmann's message without its "[json.exception.parse_error.101] " tag,
+// and at most 300 characters: it quotes the token it stopped at, which can
+// be a number of 100,000 digits.
 std::string Untagged(const std::string& what) {
+  constexpr size_t kShown = 300;
   const size_t end = what.find("] ");
-  return end == std::string::npos ? what : what.substr(end + 2);
-}
-
-// The deepest nesting of arrays and objects in `text`, counted up to
-// `limit` + 1 (brackets inside strings are not counted; the parser judges
-// the rest of the syntax).
-int NestingDepth(const std::string& text, int limit) {
-  int depth = 0, deepest = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size() && deepest <= limit; ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
+  std::string text = end == std::string::npos ? what : what.substr(end + 2);
+  if (text.size() > kShown) {
+    text = text.substr(0, kShown / 2) + " [... " +
+           std::to_string(text.size() - kShown) + " characters ...] " +
+           text.substr(text.size() - kShown / 2);
   }
-  return deepest;
+  return text;
 }
 
 // Note [JSON members]
@@ -101,6 +85,8 @@ class DocumentBuilder : public nlohmann::json_sax<Json> {
   Json& document() { return document_; }
   // The path of the member named twice, "" when none was.
   const std::string& duplicate() const { return duplicate_; }
+  // Arrays and objects opened inside kMaxJsonDepth others.
+  bool too_deep() const { return too_deep_; }
 
  private:
   struct Frame {
@@ -138,6 +124,10 @@ class DocumentBuilder : public nlohmann::json_sax<Json> {
     return true;
   }
   bool Open(Json empty) {
+    if (open_.size() >= static_cast<size_t>(kMaxJsonDepth)) {
+      too_deep_ = true;
+      return false;
+    }
     std::string where;
     Json& slot = Slot(&where);
     slot = std::move(empty);
@@ -152,6 +142,7 @@ class DocumentBuilder : public nlohmann::json_sax<Json> {
   Json document_;
   std::vector<Frame> open_;
   std::string duplicate_;
+  bool too_deep_ = false;
 };
 
 }  // namespace
@@ -199,14 +190,21 @@ void JsonReader::Fail(const std::string& where,
 }
 
 Json JsonReader::Parse(const std::string& text) const {
-  if (NestingDepth(text, kMaxJsonDepth) > kMaxJsonDepth) {
-    Fail("", "arrays and objects nested deeper than " +
-                 std::to_string(kMaxJsonDepth) +
-                 " levels; memprof's files nest a few");
+  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+    Fail("", "not valid JSON: a NUL byte at byte " + std::to_string(nul) +
+                 " (binary data, not JSON text)");
   }
   try {
-    DocumentBuilder builder;  // Note [JSON members]
-    if (!Json::sax_parse(text, &builder) && !builder.duplicate().empty()) {
+    // Note [JSON members]. Nesting is counted as it opens: a document
+    // nested deeper than kMaxJsonDepth (a 100,000-deep array) stops there,
+    // so that nothing recursive ever walks it.
+    DocumentBuilder builder;
+    if (!Json::sax_parse(text, &builder)) {
+      if (builder.too_deep()) {
+        Fail("", "arrays and objects nested deeper than " +
+                     std::to_string(kMaxJsonDepth) +
+                     " levels; memprof's files nest a few");
+      }
       Fail(builder.duplicate(),
            "a member named twice; each name once, or which value holds is "
            "a guess");

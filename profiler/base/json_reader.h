@@ -29,10 +29,11 @@ class JsonReader {
   [[noreturn]] void Fail(const std::string& where,
                          const std::string& reason) const;
 
-  // "the file ends early (truncated?)", "not valid JSON", or "nested
-  // deeper than kMaxJsonDepth": memprof's files nest a few levels, and a
-  // deeper document (a 100,000-deep array) is refused before it is parsed,
-  // so that nothing recursive ever walks it.
+  // "the file ends early (truncated?)", "not valid JSON" (also for a NUL
+  // byte), "nested deeper than kMaxJsonDepth" (memprof's files nest a few
+  // levels; a deeper document, a 100,000-deep array, stops where it goes
+  // past, so that nothing recursive ever walks it), or a member named twice
+  // (Note [JSON members]), whichever comes first in the text.
   Json Parse(const std::string& text) const;
 
   // Requires an object whose "schema" is of `expected`'s family and major

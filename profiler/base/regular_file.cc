@@ -53,6 +53,13 @@ std::string ReadRegularFile(const std::string& path, const std::string& kind,
   // below, before any read.
   const Descriptor fd(
       ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (fd.get() < 0 && (errno == EACCES || errno == EPERM)) {
+    // The file is there: the remedy is the permission, not a new file.
+    throw InputError("cannot read " + (kind.empty() ? "" : kind + " ") + "'" +
+                     path + "': " + std::strerror(errno) +
+                     "; give this user read permission on it (chmod u+r, or "
+                     "run as its owner)");
+  }
   if (fd.get() < 0) fail(std::strerror(errno));
   struct stat status {};
   if (::fstat(fd.get(), &status) != 0) fail(std::strerror(errno));

@@ -13,7 +13,8 @@ namespace {
 using Json = JsonReader::Json;
 
 constexpr const char* kRemedy =
-    "pass a model's Hugging Face config.json to --hf-config";
+    "fix the field, or pass --hf-config the config.json of the model's "
+    "Hugging Face repository as published";
 constexpr const char* kSupported =
     "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel";
 constexpr int64_t kMaxSize = std::numeric_limits<int64_t>::max();
@@ -27,6 +28,26 @@ constexpr const char* kMoeFields[] = {
 bool Has(const Json& doc, const char* field) {
   const auto it = doc.find(field);
   return it != doc.end() && !it->is_null();
+}
+
+// Whether a Qwen2 config with use_sliding_window true has a layer that
+// slides, as Qwen2Config decides: its "layer_types" when given, else the
+// layers from max_window_layers on (28 when absent).
+bool Qwen2Slides(const Json& doc, const JsonReader& reader) {
+  if (Has(doc, "layer_types")) {
+    const Json& types = reader.Array(doc, "", "layer_types");
+    for (size_t i = 0; i < types.size(); ++i) {
+      if (types[i] == "sliding_attention") return true;
+    }
+    return false;
+  }
+  const int64_t layers =
+      reader.Integer(doc, "", "num_hidden_layers", 1, kMaxSize);
+  const int64_t full =
+      Has(doc, "max_window_layers")
+          ? reader.Integer(doc, "", "max_window_layers", 0, kMaxSize)
+          : 28;
+  return full < layers;
 }
 
 class Mapper {
@@ -126,7 +147,8 @@ void MapLlama(const Json& doc, Mapper& m, HfConfig& hf) {
   if (arch == "MistralForCausalLM") {
     window_field = "sliding_window";
   } else if (arch == "Qwen2ForCausalLM" && Has(doc, "use_sliding_window") &&
-             m.reader().Bool(doc, "", "use_sliding_window")) {
+             m.reader().Bool(doc, "", "use_sliding_window") &&
+             Qwen2Slides(doc, m.reader())) {
     window_field = "sliding_window";
   }
   if (window_field != nullptr && Has(doc, window_field)) {

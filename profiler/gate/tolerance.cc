@@ -38,6 +38,12 @@ Tolerance ParseTolerance(const std::string& text) {
   const std::string expected =
       "; expected a percentage such as 2% or 0.5%, or bytes such as 4096";
   if (text.empty()) throw InputError("empty tolerance" + expected);
+  if (text[0] == '-') {
+    throw InputError("tolerance " + Quoted(text) +
+                     " is negative: a tolerance is the growth allowed, 0 or "
+                     "more" +
+                     expected);
+  }
   Tolerance tolerance;
   if (text.back() == '%') {
     const std::string number = text.substr(0, text.size() - 1);

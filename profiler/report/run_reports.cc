@@ -177,9 +177,12 @@ int RenderRunReports(const RunView& view, std::ostream& out,
         << problem.reason << "\n";
   }
   out << "reports: " << view.dir << "/report.md, report.html, trace.json";
-  if (!view.complete()) {
+  if (static_cast<int>(view.ranks.size()) < view.world_size) {
     out << " (incomplete: " << view.ranks.size() << " of " << view.world_size
         << " ranks)";
+  } else if (!view.complete()) {
+    out << " (every rank; " << view.problems.size()
+        << " rank file(s) set aside as not this run's)";
   }
   out << "\n" << std::flush;
   return view.complete() ? kExitOk : kExitBadInput;

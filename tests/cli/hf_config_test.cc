@@ -173,11 +173,21 @@ TEST(HfConfigTest, RecordsTheSlidingWindowThatApplies) {
                                      sizes + "}")
                 .sliding_window,
             0);
-  EXPECT_EQ(HfConfigOf("q.json", R"({"architectures": ["Qwen2ForCausalLM"],
-                                     "use_sliding_window": true, )" +
-                                     sizes + "}")
-                .sliding_window,
-            16);
+  // Qwen2 slides the layers from max_window_layers on (28 when absent),
+  // or those its layer_types names.
+  const auto qwen2 = [&](const std::string& fields) {
+    return HfConfigOf("q.json", R"({"architectures": ["Qwen2ForCausalLM"],
+                                    "use_sliding_window": true, )" +
+                                    fields + sizes + "}")
+        .sliding_window;
+  };
+  EXPECT_EQ(qwen2(R"("max_window_layers": 1, )"), 16);
+  EXPECT_EQ(qwen2(R"("max_window_layers": 2, )"), 0);
+  EXPECT_EQ(qwen2(""), 0);
+  EXPECT_EQ(
+      qwen2(R"("layer_types": ["full_attention", "sliding_attention"], )"), 16);
+  EXPECT_EQ(qwen2(R"("layer_types": ["full_attention", "full_attention"], )"),
+            0);
 }
 
 constexpr const char* kGpt2Tiny = R"({

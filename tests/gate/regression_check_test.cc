@@ -50,6 +50,16 @@ TEST(Tolerance, ParsesPercentagesAndBytes) {
   for (const char* text : {"2%", "0.5%", "1.1%", "4096", "0"}) {
     EXPECT_EQ(FormatTolerance(ParseTolerance(text)), text);
   }
+  for (const char* negative : {"-1", "-1%"}) {
+    try {
+      ParseTolerance(negative);
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(
+                    "is negative: a tolerance is the growth allowed"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(Tolerance, AllowedBytesIsTheLargerPartAndSaturates) {

@@ -459,6 +459,23 @@ TEST_F(RegressionGateTest, CheckOutputsAreFilesAndAFailedCheckLeavesNone) {
       << summary.output;
 }
 
+// A rank report past the run's ranks (left by a run of more ranks) makes
+// the directory a mix: check refuses it, naming the file.
+TEST_F(RegressionGateTest, ARankFilePastTheRunsRanksIsRefused) {
+  const std::string run = SeedRun("run");
+  ASSERT_EQ(RunMemprof("baseline --run " + run + " --out " + Path("base.json"))
+                .exit_code,
+            0);
+  fs::copy_file(run + "/rank-0.json", run + "/rank-1.json");
+  const CommandResult r =
+      RunMemprof("check --baseline " + Path("base.json") + " --run " + run);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(run + "/rank-1.json: a rank report past the run's 1 "
+                                "rank(s)"),
+            std::string::npos)
+      << r.output;
+}
+
 // As ci-gate.md's job writes it: the table inside the run's --out, which
 // profile creates.
 TEST_F(RegressionGateTest, ProfileWritesTheTableInsideTheOutItCreates) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -365,6 +366,26 @@ TEST_F(Corpus, ADeeplyNestedFileIsRefusedByEveryReader) {
   WriteFile(dir_ / "rank-0.json", WithDeepArray(doc, 28));
   EXPECT_EQ(RunMemprof("report --run " + dir_.string()).output.find("deeper"),
             std::string::npos);
+}
+
+// Binary data and a number of 100,000 digits: "not valid JSON", said in a
+// line of its own size, whatever the text.
+TEST_F(Corpus, BinaryDataAndHugeTokensAreNamedBriefly) {
+  const std::string baseline = (dir_ / "baseline.json").string();
+  Write(OneRankReport());
+  for (const auto& [text, expected] :
+       std::vector<std::pair<std::string, std::string>>{
+           {std::string("{[[[") + std::string(8, '\0') + "]]]}",
+            "not valid JSON: a NUL byte at byte 4 (binary data"},
+           {"{\"schema\": " + std::string(100000, '9') + "}",
+            "not valid JSON: number overflow parsing"}}) {
+    WriteFile(baseline, text);
+    const CommandResult r =
+        RunMemprof("check --baseline " + baseline + " --run " + dir_.string());
+    EXPECT_EQ(r.exit_code, kExitBadInput) << r.output;
+    EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;
+    EXPECT_LT(r.output.size(), 1000u) << r.output;
+  }
 }
 
 // Note [JSON members]: a member named twice is refused by its path, in a
