@@ -579,17 +579,7 @@ bool ParseRunConfigWords(const std::vector<std::string>& words,
   po::options_description all;
   all.add(command_flags).add(AliasFlags(config.source, aliases)).add(keys);
   try {
-    const po::parsed_options parsed = ParseCommandLine(words, all);
-    for (const po::option& option : parsed.options) {
-      if (option.position_key >= 0) {  // a word that is no flag's value
-        throw InputError("unexpected argument '" +
-                         (option.value.empty() ? "" : option.value.front()) +
-                         "': every argument of 'memprof " + command +
-                         "' is a --flag (run 'memprof " + command +
-                         " --help' for the list)");
-      }
-    }
-    po::store(parsed, cli);
+    po::store(ParseCommandLine(words, all), cli);
   } catch (const po::unknown_option& e) {
     throw UnknownFlag(e, all, command);
   } catch (const po::invalid_option_value& e) {

@@ -148,7 +148,15 @@ po::parsed_options ParseCommandLine(const std::vector<std::string>& words,
   po::parsed_options parsed =
       po::command_line_parser(words).options(flags).style(FlagStyle()).run();
   for (const po::option& option : parsed.options) {
-    if (option.position_key >= 0) continue;
+    if (option.position_key >= 0) {
+      // A word with no flag before it: memprof's commands take flags only
+      // ('--strict yes', a switch given a value, ran as --strict).
+      const std::string word =
+          option.value.empty() ? option.string_key : option.value.front();
+      throw InputError("unexpected argument '" + word +
+                       "': every argument is a --flag or a flag's value (a "
+                       "switch such as --strict or --quiet takes none)");
+    }
     for (const std::string& value : option.value) {
       if (value.rfind("--", 0) != 0) continue;
       throw InputError("--" + option.string_key + " took the next flag, '" +

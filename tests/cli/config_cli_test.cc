@@ -647,6 +647,18 @@ TEST_F(ConfigCliTest, KeptDetailIsBoundedSoTheReportStaysReadable) {
       << accumulated;
 }
 
+// A word without a flag is refused, not ignored, by every command: '--quiet
+// yes' would otherwise run as --quiet.
+TEST_F(ConfigCliTest, AWordWithoutAFlagIsRefused) {
+  const std::string path = Write("good.ini", kGood);
+  const std::string error = ErrorOf({"--config", path, "--quiet", "yes"});
+  EXPECT_NE(error.find("unexpected argument 'yes': every argument is a --flag "
+                       "or a flag's value (a switch such as --strict or "
+                       "--quiet takes none)"),
+            std::string::npos)
+      << error;
+}
+
 // [lora], as fine-tuning.md writes it, beside any model's own section.
 TEST_F(ConfigCliTest, ReadsALoraSection) {
   const std::string path =
