@@ -87,6 +87,15 @@ std::terminate_handler previous_terminate = nullptr;
   std::abort();
 }
 
+// `line` and its newline to standard error in one write: the ranks of a
+// run share it, and an unbuffered stream writes each << apart, so their
+// lines interleaved ("memprof: memprof: rank 1 ... rank 0 ...").
+void WholeLine(const std::string& line) {
+  const std::string text = line + "\n";
+  std::cerr.write(text.data(), static_cast<std::streamsize>(text.size()));
+  std::cerr.flush();
+}
+
 }  // namespace
 
 int RunWithExitCodes(const std::function<int()>& command) {
@@ -103,12 +112,10 @@ int RunWithExitCodes(const std::function<int()>& command) {
     PrintOutOfMemory();
     return kExitRunFailed;
   } catch (const InputError& e) {
-    std::cerr << "memprof: " << Origin() << "error: " << Printable(e.what())
-              << "\n";
+    WholeLine("memprof: " + Origin() + "error: " + Printable(e.what()));
     return kExitBadInput;
   } catch (const std::exception& e) {
-    std::cerr << "memprof: " << Origin()
-              << "run failed: " << Printable(e.what()) << "\n";
+    WholeLine("memprof: " + Origin() + "run failed: " + Printable(e.what()));
     return kExitRunFailed;
   }
 }
