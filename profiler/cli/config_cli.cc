@@ -219,8 +219,11 @@ ConfigFileText StoreConfigFile(const std::string& path,
     po::store(po::parse_config_file(text, keys), vm);
   } catch (const po::unknown_option& e) {
     const std::string key = e.get_option_name();
-    throw InputError(At(path, line_of(key)) + ": unknown key '" + key +
-                     "'; see 'memprof " + command + " --help' for the keys");
+    const std::string close = CloseNames(key, keys, "");
+    throw InputError(
+        At(path, line_of(key)) + ": unknown key '" + key + "'" +
+        (close.empty() ? "; see" : "; did you mean " + close + "? See") +
+        " 'memprof " + command + " --help' for the keys");
   } catch (const po::invalid_config_file_syntax& e) {
     throw InputError(At(path, LineReadAs(file, e.tokens())) + ": " + e.what() +
                      "; lines are 'key = value' or '[section]'");

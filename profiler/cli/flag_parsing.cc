@@ -123,20 +123,28 @@ size_t EditDistance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+std::string CloseNames(const std::string& name,
+                       const po::options_description& options,
+                       const std::string& prefix) {
+  std::string matches;
+  for (const auto& option : options.options()) {
+    const std::string& known = option->long_name();
+    // A prefix of the name, or the name mistyped by a letter or two.
+    if (!name.empty() &&
+        (known.rfind(name, 0) == 0 ||
+         (name.size() > 3 && EditDistance(name, known) <= 2))) {
+      matches += (matches.empty() ? "" : " or ") + (prefix + known);
+    }
+  }
+  return matches;
+}
+
 InputError UnknownFlag(const po::unknown_option& e,
                        const po::options_description& flags,
                        const std::string& command) {
   const std::string given = e.get_option_name();
-  const std::string name = given.substr(given.find_first_not_of('-'));
-  std::string matches;
-  for (const auto& option : flags.options()) {
-    const std::string& flag = option->long_name();
-    // A prefix of the flag, or the flag mistyped by a letter or two.
-    if (!name.empty() && (flag.rfind(name, 0) == 0 ||
-                          (name.size() > 3 && EditDistance(name, flag) <= 2))) {
-      matches += (matches.empty() ? "" : " or ") + ("--" + flag);
-    }
-  }
+  const std::string matches =
+      CloseNames(given.substr(given.find_first_not_of('-')), flags, "--");
   return InputError(
       "unknown flag '" + given + "'" +
       (matches.empty() ? "; run" : "; did you mean " + matches + "? Run") +

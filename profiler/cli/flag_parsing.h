@@ -39,8 +39,16 @@ void ApplyGateWords(const GateWords& w,
 // flag is taken only as written in full (--micro is not --micro-batch).
 int FlagStyle();
 
+// The names of `options` that `name` begins, or is within two edits of
+// (a letter or two mistyped), each after `prefix`, joined by " or "; "" when
+// none is.
+std::string CloseNames(
+    const std::string& name,
+    const boost::program_options::options_description& options,
+    const std::string& prefix);
+
 // InputError "unknown flag '--micro'; did you mean --micro-batch? run ..."
-// (the flags of `flags` that start with the unknown name are suggested).
+// (CloseNames of the unknown name are suggested).
 InputError UnknownFlag(const boost::program_options::unknown_option& e,
                        const boost::program_options::options_description& flags,
                        const std::string& command);

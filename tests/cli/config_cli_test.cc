@@ -91,7 +91,18 @@ TEST_F(ConfigCliTest, UnknownKeyNamesFileLineAndKey) {
       Write("unknown.ini", "model = mlp\n[mlp]\nhidden = 3\nwidth = 9\n");
   const std::string error = ErrorOf({"--config", path});
   EXPECT_NE(error.find(path + ":4"), std::string::npos) << error;
-  EXPECT_NE(error.find("unknown key 'mlp.width'"), std::string::npos) << error;
+  EXPECT_NE(error.find("unknown key 'mlp.width'; see 'memprof profile --help' "
+                       "for the keys"),
+            std::string::npos)
+      << error;
+  // A key mistyped by a letter or two: the keys it is close to.
+  const std::string typo =
+      Write("typo.ini", "model = mlp\n[mlp]\nhiden = 3\n[trian]\nsteps = 3\n");
+  const std::string hidden = ErrorOf({"--config", typo});
+  EXPECT_NE(hidden.find(typo + ":3: unknown key 'mlp.hiden'; did you mean "
+                               "mlp.hidden? See 'memprof profile --help'"),
+            std::string::npos)
+      << hidden;
 }
 
 // A line the INI parser cannot read (no '=', an unclosed section, a colon
