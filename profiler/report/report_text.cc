@@ -451,6 +451,11 @@ std::string EndingOf(const std::string& killed_by) {
   if (killed_by.rfind("exited", 0) == 0) {
     return killed_by + " before writing its report";
   }
+  // Note [Program ending]: "failed: WHY", as the program's session said.
+  if (killed_by.rfind("failed: ", 0) == 0) {
+    return "failed before writing its report (" +
+           killed_by.substr(std::string("failed: ").size()) + ")";
+  }
   if (killed_by == kUnknownEnding) {
     return "stopped without its report (killed, or failed: the capture "
            "cannot tell which)";

@@ -53,8 +53,10 @@ std::string OutOfMemorySentence(const OutOfMemoryFigures& oom);
 
 // A recovered rank's ending, from post_mortem.killed_by: "killed (signal 9
 // (Killed))", "killed (stopped by the launcher)", "exited with code 3
-// before writing its report", "stopped without its report (killed, or
-// failed: the capture cannot tell which)" for kUnknownEnding.
+// before writing its report", "failed before writing its report (an
+// uncaught exception: ...)" for a program's "failed: ..." (Note [Program
+// ending]), "stopped without its report (killed, or failed: the capture
+// cannot tell which)" for kUnknownEnding.
 std::string EndingOf(const std::string& killed_by);
 // The moment of a recovered rank's last recorded event: "step 3,
 // backward", "set-up, ddp_init", or "after step 5, audit" (a rank that

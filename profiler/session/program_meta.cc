@@ -17,6 +17,9 @@ constexpr const char* kRemedy =
     "predictions";
 // A program's table: a row per tracked tensor, a few hundred bytes each.
 constexpr int64_t kMaxMetaBytes = int64_t{256} << 20;
+// An ending's text at most: an exception's what() can be long (a
+// LibTorch error carries its stack).
+constexpr size_t kMaxEndingText = 4096;
 
 const char* KindName(RowKind kind) {
   return kind == RowKind::kBuffer ? "buffer" : "parameter";
@@ -37,6 +40,37 @@ std::string ProgramMetaPath(const std::string& capture_path) {
   std::filesystem::path path(capture_path);
   path.replace_extension(".program.json");
   return path.string();
+}
+
+std::string ProgramEndingPath(const std::string& capture_path) {
+  std::filesystem::path path(capture_path);
+  path.replace_extension(".ending");
+  return path.string();
+}
+
+void WriteProgramEnding(const std::string& path, int64_t pid,
+                        int64_t session_start_unix_us,
+                        const std::string& text) {
+  try {
+    WriteFileAtomically(path, std::to_string(pid) + " " +
+                                  std::to_string(session_start_unix_us) + "\n" +
+                                  text.substr(0, kMaxEndingText));
+  } catch (...) {
+  }
+}
+
+std::string ReadProgramEnding(const std::string& path, int64_t pid,
+                              int64_t session_start_unix_us) {
+  std::string text;
+  try {
+    text = ReadRegularFile(path, "", kMaxEndingText + 64, "");
+  } catch (const std::exception&) {
+    return "";
+  }
+  const std::string session =
+      std::to_string(pid) + " " + std::to_string(session_start_unix_us) + "\n";
+  if (text.rfind(session, 0) != 0) return "";
+  return text.substr(session.size());
 }
 
 void WriteProgramMeta(const ProgramMeta& meta, const std::string& path) {

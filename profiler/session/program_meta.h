@@ -37,6 +37,28 @@ std::string ProgramMetaPath(const std::string& capture_path);
 // Throws std::runtime_error naming the path when it cannot be written.
 void WriteProgramMeta(const ProgramMeta& meta, const std::string& path);
 
+// Note [Program ending]
+// A program's rank that ends without Finish() leaves its capture for
+// `memprof report --run` to recover, which could only say "killed, or
+// failed". Its session says which when it can, in capture-<r>.ending
+// beside the capture: "an uncaught exception: WHAT" from a terminate
+// handler the session installs (chained to the one before it), or "left
+// by an exception before Finish()" when the session is destroyed by an
+// exception's unwinding (with the memory limit's refusal when there was
+// one). A kill leaves none. It names the session (pid, start) so that a
+// file of another session is never taken for this one's, and goes with
+// the capture as the program meta does.
+std::string ProgramEndingPath(const std::string& capture_path);
+
+// Writes "PID START\nTEXT" atomically; best effort (a full disk leaves the
+// rank "killed, or failed"), never throws.
+void WriteProgramEnding(const std::string& path, int64_t pid,
+                        int64_t session_start_unix_us, const std::string& text);
+
+// TEXT of the session (pid, start), or "" when there is none of it.
+std::string ReadProgramEnding(const std::string& path, int64_t pid,
+                              int64_t session_start_unix_us);
+
 // nullopt when there is no file at `path`; throws InputError naming it when
 // it is unreadable.
 std::optional<ProgramMeta> ReadProgramMeta(const std::string& path);

@@ -257,6 +257,14 @@ RankReport RecoverRankReport(const std::string& capture_path,
         PredictProgram(run.config, std::move(program->table), run.micro_batch,
                        run.rank, program->reducer);
   }
+  std::string ending = killed_by;
+  if (killed_by == kUnknownEnding && run.config.model == "program") {
+    // Note [Program ending]: what the session said of its end, if it could.
+    const std::string said =
+        ReadProgramEnding(ProgramEndingPath(capture_path), run.context.pid,
+                          run.capture.begin_unix_us);
+    if (!said.empty()) ending = "failed: " + said;
+  }
   run.parameters = run.prediction.parameters;
   run.trained_parameters = run.prediction.trained_parameters;
   CudaReplaySink replay;
@@ -265,7 +273,7 @@ RankReport RecoverRankReport(const std::string& capture_path,
   RankReport report = ReportOf(run);
   const Analysis& a = run.analysis;
   PostMortemFigures post;
-  post.killed_by = killed_by;
+  post.killed_by = ending;
   post.records = a.records;
   post.torn_record_dropped = a.torn_record;
   post.cut_short = a.cut_short;

@@ -85,6 +85,7 @@ std::vector<RankReport> WriteRunOutputs(const RankRun& run,
   // (Note [Post-mortem]).
   fs::remove(CapturePath(options.out_dir, run.rank));
   fs::remove(ProgramMetaPath(CapturePath(options.out_dir, run.rank)));
+  fs::remove(ProgramEndingPath(CapturePath(options.out_dir, run.rank)));
   if (report.out_of_memory) {
     ThrowOutOfMemory(std::move(report), options.out_dir, run.world_size, out);
   }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 
 #include <torch/version.h>
@@ -31,6 +32,41 @@ namespace memprof {
 namespace {
 
 std::atomic<bool> g_session_exists{false};
+
+// Note [Program ending]: where the live program session's ending goes, for
+// the terminate handler; "" when there is none.
+struct EndingTarget {
+  std::string path;
+  int64_t pid = 0;
+  int64_t session_start_unix_us = 0;
+};
+EndingTarget g_ending;
+std::terminate_handler g_terminate_before = nullptr;
+
+// An exception's what() to its first line (a LibTorch error's goes on with
+// its stack).
+std::string FirstLine(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+void OnProgramTerminate() {
+  if (!g_ending.path.empty()) {
+    std::string why = "std::terminate() with no exception";
+    if (const std::exception_ptr e = std::current_exception()) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& x) {
+        why = "an uncaught exception: " + FirstLine(x.what());
+      } catch (...) {
+        why = "an uncaught exception (not a std::exception)";
+      }
+    }
+    WriteProgramEnding(g_ending.path, g_ending.pid,
+                       g_ending.session_start_unix_us, why);
+  }
+  if (g_terminate_before != nullptr) g_terminate_before();
+  std::abort();
+}
 
 std::string Hostname() {
   char name[256] = {};
@@ -234,8 +270,16 @@ SessionImpl::SessionImpl(SessionOptions options, SessionSetup setup)
     // one's.
     if (!outputs.out_dir.empty()) {
       std::error_code ignored;
-      std::filesystem::remove(
-          ProgramMetaPath(CapturePath(outputs.out_dir, run_.rank)), ignored);
+      const std::string capture = CapturePath(outputs.out_dir, run_.rank);
+      std::filesystem::remove(ProgramMetaPath(capture), ignored);
+      std::filesystem::remove(ProgramEndingPath(capture), ignored);
+      if (is_program()) {  // Note [Program ending]
+        g_ending = {ProgramEndingPath(capture), run_.context.pid,
+                    tracker_.session_begin_unix_us()};
+        if (std::get_terminate() != &OnProgramTerminate) {
+          g_terminate_before = std::set_terminate(&OnProgramTerminate);
+        }
+      }
     }
     Mark(Phase::kModelInit);
   } catch (...) {
@@ -245,6 +289,17 @@ SessionImpl::SessionImpl(SessionOptions options, SessionSetup setup)
 }
 
 SessionImpl::~SessionImpl() {
+  if (!finished_ && !g_ending.path.empty()) {
+    // Note [Program ending]: destroyed by an exception's unwinding (the
+    // session finishes itself otherwise).
+    WriteProgramEnding(
+        g_ending.path, g_ending.pid, g_ending.session_start_unix_us,
+        std::string("left by an exception before Finish()") +
+            (tracker_.out_of_memory().seq >= 0
+                 ? ", after its memory limit refused an allocation"
+                 : ""));
+  }
+  g_ending = {};
   if (!finished_) {
     tracker_.SetMemoryLimit(0);
     // A program's session abandoned by an error: stop recording. memprof's
@@ -837,6 +892,7 @@ RankRun SessionImpl::FinishRun() {
     throw UsageError("memprof::Session::Finish(): called twice");
   }
   finished_ = true;
+  g_ending = {};  // Note [Program ending]: nothing left to explain
   if (tracker_.out_of_memory().seq >= 0) ResolveModelState();
   Mark(Phase::kIdle);
   run_.parameters = 0;
@@ -893,6 +949,7 @@ Capture SessionImpl::EndCapture() {
     throw UsageError("memprof::Session::Finish(): called twice");
   }
   finished_ = true;
+  g_ending = {};  // Note [Program ending]: nothing left to explain
   Mark(Phase::kIdle);
   Capture capture = tracker_.EndSession();
   tracker_.SetMemoryLimit(0);

@@ -10,6 +10,8 @@
 //   limit-from-env OUT  as oom, the limit left to $MEMPROF_MEMORY_LIMIT
 //   oom-uncaught OUT  as oom, the error left to leave the session's scope
 //                   (main catches it): exit 3, no report written
+//   throw-uncaught OUT  2 steps, then an exception nothing catches:
+//                   std::terminate, SIGABRT
 //   no-optimizer OUT  the train loop without Track(optimizer): exit 0
 //   tied OUT        the train loop with fc2.weight registered a second time
 //                   (a tied weight), the model tracked twice, fc1 and
@@ -34,6 +36,7 @@
 // A misuse exits 4 after printing "usage: <the error>" on standard error.
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -166,6 +169,10 @@ int Run(const std::string& what, int argc, char** argv) {
   if (what == "oom-uncaught") {
     Train(session, net, optimizer, 4);
     return 0;
+  }
+  if (what == "throw-uncaught") {
+    Train(session, net, optimizer, 2);
+    throw std::logic_error("the data loader ran dry\nits detail");
   }
   if (what == "oom" || what == "limit-from-env") {
     try {

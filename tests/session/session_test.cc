@@ -206,6 +206,13 @@ TEST_F(SessionTest, AnAbandonedSessionIsRecoveredFromItsCapture) {
   EXPECT_TRUE(std::filesystem::exists(dir_ / "capture-0.program.json"));
   const CommandResult recovered = RunMemprof("report --run " + dir_.string());
   EXPECT_EQ(recovered.exit_code, 0) << recovered.output;
+  // Note [Program ending]: the session said how it ended.
+  EXPECT_NE(recovered.output.find(
+                "memprof: rank 0 failed before writing its report (left by an "
+                "exception before Finish(), after its memory limit refused an "
+                "allocation): recovered "),
+            std::string::npos)
+      << recovered.output;
   const RankReport report = ReadRankReport(RankReportPath(dir_.string(), 0));
   ASSERT_TRUE(report.post_mortem.has_value()) << recovered.output;
   // Note [Program meta]: with what the program had tracked, predicted as
@@ -226,6 +233,29 @@ TEST_F(SessionTest, AnAbandonedSessionIsRecoveredFromItsCapture) {
   const CommandResult again = RunProgram("tensor-first " + dir_.string());
   EXPECT_NE(again.exit_code, 0);
   EXPECT_FALSE(std::filesystem::exists(dir_ / "capture-0.program.json"));
+}
+
+// Note [Program ending]: an exception nothing catches ends the program in
+// std::terminate; the session's handler says which before the one it
+// chained to aborts, and the recovery names it by its first line.
+TEST_F(SessionTest, AnUncaughtExceptionIsNamedWhenTheRankIsRecovered) {
+  const CommandResult run = RunProgram("throw-uncaught " + dir_.string());
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "capture-0.ending"));
+  const CommandResult recovered = RunMemprof("report --run " + dir_.string());
+  EXPECT_EQ(recovered.exit_code, 0) << recovered.output;
+  EXPECT_NE(recovered.output.find(
+                "memprof: rank 0 failed before writing its report (an "
+                "uncaught exception: the data loader ran dry): recovered "),
+            std::string::npos)
+      << recovered.output;
+  const RankReport report = ReadRankReport(RankReportPath(dir_.string(), 0));
+  ASSERT_TRUE(report.post_mortem.has_value());
+  EXPECT_EQ(report.post_mortem->killed_by,
+            "failed: an uncaught exception: the data loader ran dry");
+  // A later session of the program takes none of it for its own.
+  ASSERT_EQ(RunProgram("train " + dir_.string()).exit_code, 0);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "capture-0.ending"));
 }
 
 // A program that ran one step never reached its steady state (step 1
