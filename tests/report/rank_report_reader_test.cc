@@ -108,6 +108,21 @@ class Corpus : public TempDirTest {
       return false;
     }
   }
+  // report, check against `baseline` and baseline, each on the run in
+  // dir_: bad input, with `refusal` in the output.
+  void ExpectEveryReaderRefuses(const std::string& baseline,
+                                const std::string& refusal) const {
+    for (const std::string command :
+         {"report --run " + dir_.string(),
+          "check --baseline " + baseline + " --run " + dir_.string(),
+          "baseline --run " + dir_.string() + " --out " +
+              (dir_ / "b2.json").string()}) {
+      const CommandResult r = RunMemprof(command);
+      EXPECT_EQ(r.exit_code, kExitBadInput) << command << "\n" << r.output;
+      EXPECT_NE(r.output.find(refusal), std::string::npos) << command << "\n"
+                                                           << r.output;
+    }
+  }
 };
 
 TEST(RankReportReader, ReadsBackWhatTheWriterWrote) {
@@ -337,20 +352,10 @@ TEST_F(Corpus, ADeeplyNestedFileIsRefusedByEveryReader) {
   Json doc = OneRankReport();
   doc["context"]["config"]["train"] = "DEEP";
   WriteFile(dir_ / "rank-0.json", WithDeepArray(doc, 100000));
-  const std::string refusal =
-      (dir_ / "rank-0.json").string() +
-      ": arrays and objects nested deeper than 32 levels; memprof's files "
-      "nest a few";
-  for (const std::string command :
-       {"report --run " + dir_.string(),
-        "check --baseline " + baseline + " --run " + dir_.string(),
-        "baseline --run " + dir_.string() + " --out " +
-            (dir_ / "b2.json").string()}) {
-    const CommandResult r = RunMemprof(command);
-    EXPECT_EQ(r.exit_code, kExitBadInput) << command << "\n" << r.output;
-    EXPECT_NE(r.output.find(refusal), std::string::npos) << command << "\n"
-                                                         << r.output;
-  }
+  ExpectEveryReaderRefuses(
+      baseline, (dir_ / "rank-0.json").string() +
+                    ": arrays and objects nested deeper than 32 levels; "
+                    "memprof's files nest a few");
   Write(OneRankReport());
   Json deep_baseline = Json::parse(good_baseline);
   deep_baseline["context"]["config"]["train"] = "DEEP";
@@ -401,19 +406,9 @@ TEST_F(Corpus, AMemberNamedTwiceIsRefusedByEveryReader) {
   ASSERT_NE(text.find(categories), std::string::npos);
   text.insert(text.find(categories) + categories.size(), "\"weights\":{},");
   WriteFile(dir_ / "rank-0.json", text);
-  for (const std::string command :
-       {"report --run " + dir_.string(),
-        "check --baseline " + baseline + " --run " + dir_.string(),
-        "baseline --run " + dir_.string() + " --out " +
-            (dir_ / "b2.json").string()}) {
-    const CommandResult r = RunMemprof(command);
-    EXPECT_EQ(r.exit_code, kExitBadInput) << command << "\n" << r.output;
-    EXPECT_NE(r.output.find((dir_ / "rank-0.json").string() +
-                            ": categories.weights: a member named twice"),
-              std::string::npos)
-        << command << "\n"
-        << r.output;
-  }
+  ExpectEveryReaderRefuses(baseline,
+                           (dir_ / "rank-0.json").string() +
+                               ": categories.weights: a member named twice");
   Write(OneRankReport());
   std::string twice = ReadFile(baseline);
   twice.insert(twice.find('{') + 1, "\"schema\": \"memprof.baseline/1\",");
