@@ -425,9 +425,18 @@ FitAnswer Fit(const RunConfig& config, int64_t budget_bytes,
   }
   a.model_state_alone_overflows = StateFigure(a) > budget_bytes;
   // Note [Fit verdicts]: micro-batch 1 over at its optimizer step is the
-  // model state's overflow, with no activation live.
+  // model state's overflow, with no activation live: where the step is the
+  // peak, or over the budget itself though backward peaks higher (llama-
+  // tiny under 2.12 MiB: its optimizer moment 2,308,900 B, over 2,222,981
+  // B, was called an activation overflow, which shrinking the activations
+  // would not cure).
+  a.optimizer1_bytes =
+      &one.Peak() == &one.optimizer_step
+          ? a.peak1_bytes
+          : one.optimizer_step.Total() +
+                (device.gpu ? device.outside_allocator_bytes : 0);
   const bool state_at_one =
-      a.peak1_bytes > budget_bytes && &one.Peak() == &one.optimizer_step;
+      a.peak1_bytes > budget_bytes && a.optimizer1_bytes > budget_bytes;
   a.verdict = a.peak_bytes <= budget_bytes ? FitVerdict::kFits
               : a.model_state_alone_overflows || state_at_one
                   ? FitVerdict::kModelStateOverflow
@@ -473,8 +482,10 @@ FitAnswer Fit(const RunConfig& config, int64_t budget_bytes,
   // Note [Totals across ranks]: no larger world has countable totals.
   const int64_t largest_world =
       std::min(kLargestWorld, LargestCountableWorld(config));
-  if (zero3_fits(largest_world)) {
-    a.zero3_ranks = SmallestThat(1, largest_world, zero3_fits);
+  // From 2 ranks: one rank shards nothing (ZeRO's figures at N = 1 are the
+  // plain ones without the buckets, which no run of one rank has).
+  if (largest_world >= 2 && zero3_fits(largest_world)) {
+    a.zero3_ranks = SmallestThat(2, largest_world, zero3_fits);
     // No stage fits at fewer ranks (ZeRO-3 shards the most); at these, the
     // smallest stage that does: stage 2 priced, stage 1 as memprof runs it
     // (Note [ZeRO-1 as run]).
@@ -563,9 +574,11 @@ std::string FitVerdictSentence(const FitAnswer& a) {
             << ") on every data-parallel rank, so neither more ranks nor an "
                "activation lever can help; ";
       } else {
-        out << "even micro-batch 1" << peaks << HumanBytes(a.peak1_bytes)
-            << per_rank << ", over " << budget
-            << ", at the optimizer step, with no activation live: the model "
+        out << "even micro-batch 1's optimizer step, with no activation "
+               "live,"
+            << peaks << HumanBytes(a.optimizer1_bytes) << per_rank << ", over "
+            << budget
+            << ": the model "
                "state, "
             << HumanBytes(a.model_state_bytes) << " per rank"
             << WithOutside(a, StateFigure(a))

@@ -142,6 +142,10 @@ struct FitAnswer {
   int64_t parameters = 0;
   int64_t trained_parameters = 0;
   int64_t peak1_bytes = 0;          // at micro-batch 1
+  // Micro-batch 1's optimizer step (no activation live): peak1_bytes when
+  // it is the peak, else its requested bytes (plus the outside allowance
+  // on a GPU), a lower bound of its figure.
+  int64_t optimizer1_bytes = 0;
   int64_t largest_micro_batch = 0;  // 0: not even 1 fits
   int64_t largest_peak_bytes = 0;
   // Note [Keeping the global batch], and its figure per rank (at

@@ -142,6 +142,7 @@ Json FitJson(const FitAnswer& fit) {
               {"peak_bytes", fit.peak_bytes},
               {"model_state_bytes", fit.model_state_bytes},
               {"peak1_bytes", fit.peak1_bytes},
+              {"optimizer1_bytes", fit.optimizer1_bytes},
               {"largest_micro_batch", fit.largest_micro_batch},
               {"largest_peak_bytes", fit.largest_peak_bytes},
               {"zero_stage", fit.zero_stage},

@@ -494,6 +494,9 @@ FitAnswer RankReportReader::Fit(const Json& fit, int64_t limit_bytes) const {
     out.model_state_alone_overflows = out.model_state_bytes > limit_bytes;
   }
   out.peak1_bytes = r_.Bytes(fit, where, "peak1_bytes");
+  out.optimizer1_bytes =
+      Optional(fit, "optimizer1_bytes", out.peak1_bytes,  // since 1.14
+               [&] { return r_.Bytes(fit, where, "optimizer1_bytes"); });
   out.largest_micro_batch =
       r_.Integer(fit, where, "largest_micro_batch", 0, INT32_MAX);
   out.largest_peak_bytes = r_.Bytes(fit, where, "largest_peak_bytes");

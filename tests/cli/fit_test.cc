@@ -441,6 +441,28 @@ TEST(Fit, AShorterSequenceDoesNotStandInForCombinations) {
   EXPECT_LE(a.levers[1].peak_bytes, int64_t{80} << 30);
 }
 
+// Note [Fit verdicts]: llama-tiny's micro-batch 1 peaks in backward, but
+// its optimizer step (no activation live) is over 2.12 MiB too: shrinking
+// the activations would not cure it, so it is the model state's overflow.
+// And no ZeRO stage is offered at one rank, which shards nothing.
+TEST(Fit, AnOptimizerStepOverTheBudgetIsTheModelStatesOverflow) {
+  const int64_t budget = 2222981;  // 2.12 MiB
+  const FitAnswer a = FitOf(MEMPROF_SOURCE_DIR "/configs/llama-tiny.ini",
+                            budget, {"--micro-batch", "1"});
+  EXPECT_GT(a.peak1_bytes, a.optimizer1_bytes);  // the peak is backward
+  EXPECT_GT(a.optimizer1_bytes, budget);
+  EXPECT_LT(a.model_state_bytes, budget);
+  EXPECT_EQ(a.verdict, FitVerdict::kModelStateOverflow);
+  const std::string sentence = FitVerdictSentence(a);
+  EXPECT_NE(sentence.find("even micro-batch 1's optimizer step, with no "
+                          "activation live, peaks at " +
+                          HumanBytes(a.optimizer1_bytes) + " per rank, over "),
+            std::string::npos)
+      << sentence;
+  EXPECT_GE(a.zero3_ranks, 2);
+  EXPECT_GE(FitOf(kTiny, 215000).zero3_ranks, 2);
+}
+
 // LoRA is offered beyond a model-state overflow when no lever that keeps
 // the samples fits: llama-tiny's micro-batch 1 (2.53 MiB) over 2.25 MiB,
 // its model state (2.08 MiB) within it, and nothing else fits.
