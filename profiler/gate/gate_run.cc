@@ -24,11 +24,24 @@ namespace memprof {
 namespace fs = std::filesystem;
 namespace {
 
+// Whether `a` and `b` name one directory, either or both not there yet
+// ("out/n6/" and "out/n6" alike).
+bool SamePath(const std::string& a, const std::string& b) {
+  std::error_code error;
+  auto normal = [&](const std::string& p) {
+    fs::path path = fs::weakly_canonical(p, error).lexically_normal();
+    return path.has_filename() ? path : path.parent_path();
+  };
+  return normal(a) == normal(b);
+}
+
 // The Markdown appended to $GITHUB_STEP_SUMMARY when it names a regular
-// file (opened without blocking, so a FIFO there cannot hang the check). The
-// summary is a courtesy: when it cannot be appended, a warning says why and
-// the verdict stands.
-void AppendStepSummary(const std::string& markdown) {
+// file (opened without blocking, so a FIFO there cannot hang the check, and
+// not through a symbolic link), and not the baseline or one of the run's
+// files, which appending would damage. The summary is a courtesy: when it
+// cannot be appended, a warning says why and the verdict stands.
+void AppendStepSummary(const std::string& markdown, const CheckOptions& options,
+                       const std::string& run_dir) {
   const char* path = std::getenv("GITHUB_STEP_SUMMARY");
   if (path == nullptr || *path == '\0') return;
   const auto warn = [&](const std::string& why) {
@@ -36,8 +49,18 @@ void AppendStepSummary(const std::string& markdown) {
               << ": the check's table was not appended: " << why
               << "; the verdict is unchanged\n";
   };
+  std::error_code error;
+  if (fs::equivalent(path, options.baseline_path, error)) {
+    return warn("that is the baseline " + options.baseline_path);
+  }
+  try {
+    RequireOutsideRun("GITHUB_STEP_SUMMARY", path, run_dir);
+  } catch (const InputError&) {
+    return warn("that is one of the run's files in " + run_dir);
+  }
   const int fd = ::open(
-      path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644);
+      path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC,
+      0644);
   if (fd < 0) return warn(std::strerror(errno));
   struct stat info {};
   if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
@@ -204,10 +227,7 @@ void PrepareCheckOutputs(const CheckOptions& options,
     const fs::path parent = fs::path(*path).parent_path();
     const std::string dir = parent.empty() ? "." : parent.string();
     const bool is_directory = fs::is_directory(dir, error);
-    std::error_code same_error;
-    const bool in_run =
-        !is_directory && fs::weakly_canonical(dir, same_error) ==
-                             fs::weakly_canonical(run_dir, same_error);
+    const bool in_run = !is_directory && SamePath(dir, run_dir);
     if (!in_run && (!is_directory || ::access(dir.c_str(), W_OK) != 0)) {
       throw InputError(std::string(flag) + " " + *path + ": its directory '" +
                        dir + "' " +
@@ -250,7 +270,7 @@ int GateRun(const Baseline& baseline, const RunFigures& run,
     WriteFlaggedFile("--json", options.json_path,
                      CheckReportToJson(report).dump(2) + "\n");
   }
-  AppendStepSummary(markdown);
+  AppendStepSummary(markdown, options, run_dir);
   return CheckExitCode(report, options.strict);
 }
 
