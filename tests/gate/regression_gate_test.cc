@@ -457,6 +457,15 @@ TEST_F(RegressionGateTest, CheckOutputsAreFilesAndAFailedCheckLeavesNone) {
                 ": the check's table was not appended: "),
             std::string::npos)
       << summary.output;
+  // The baseline as the step summary: left whole.
+  const std::string whole = ReadFile(Path("base.json"));
+  const CommandResult onto =
+      RunCommand("GITHUB_STEP_SUMMARY=" + Path("base.json") + " " +
+                 MEMPROF_BINARY + " " + check);
+  EXPECT_EQ(onto.exit_code, 0) << onto.output;
+  EXPECT_NE(onto.output.find("that is the baseline"), std::string::npos)
+      << onto.output;
+  EXPECT_EQ(ReadFile(Path("base.json")), whole);
 }
 
 // A rank report past the run's ranks (left by a run of more ranks) makes
@@ -479,8 +488,9 @@ TEST_F(RegressionGateTest, ARankFilePastTheRunsRanksIsRefused) {
 // As ci-gate.md's job writes it: the table inside the run's --out, which
 // profile creates.
 TEST_F(RegressionGateTest, ProfileWritesTheTableInsideTheOutItCreates) {
+  // --out with a trailing slash, as a shell's completion writes it.
   const CommandResult r = RunMemprof(
-      std::string("profile --config ") + kTiny + " --out " + Path("ci/run") +
+      std::string("profile --config ") + kTiny + " --out " + Path("ci/run/") +
       " --check " + kBaselines + "/mlp-tiny-ws1.json --markdown " +
       Path("ci/run/check.md") + " --json " + Path("ci/run/check.json"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
