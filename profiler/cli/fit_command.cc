@@ -57,7 +57,10 @@ constexpr int64_t kLargestMeasured = int64_t{1} << 20;
 struct MeasuredRun {
   int64_t micro_batch = 0;
   bool completed = false;
-  int64_t peak_bytes = 0;
+  int64_t peak_bytes = 0;  // the steady state's
+  // The run's highest, when above the steady state's (DDP's start-up copy
+  // of the weights, step 1): what the budget held too; "" otherwise.
+  std::string higher;
   std::string out_of_memory;  // OutOfMemoryMessage, when it ran out
   // Where it ran out, and the prediction for the run (its own fit).
   Phase oom_phase = Phase::kIdle;
@@ -152,9 +155,10 @@ class Measurer {
     runs_.push_back(Measure(micro_batch));
     const MeasuredRun& run = runs_.back();
     std::cout << "  micro-batch " << micro_batch << ": "
-              << (run.completed
-                      ? "ran to completion, peak " + HumanBytes(run.peak_bytes)
-                      : run.out_of_memory)
+              << (run.completed ? "ran to completion, peak " +
+                                      HumanBytes(run.peak_bytes) +
+                                      " (steady state)" + run.higher
+                                : run.out_of_memory)
               << "\n"
               << std::flush;
     return run;
@@ -182,6 +186,14 @@ class Measurer {
     if (child.exit_code == kExitOk && report != nullptr) {
       run.completed = true;
       run.peak_bytes = report->peak.total_bytes;
+      const PeakFigures& highest = report->run_peak;
+      if (highest.total_bytes > run.peak_bytes) {
+        run.higher =
+            "; " + HumanBytes(highest.total_bytes) + " at its highest, in " +
+            std::string(PhaseName(highest.phase)) +
+            (highest.step > 0 ? " of step " + std::to_string(highest.step)
+                              : std::string());
+      }
     } else if (child.exit_code == kExitRunFailed && report != nullptr &&
                report->out_of_memory) {
       const OutOfMemoryFigures& oom = *report->out_of_memory;
@@ -267,7 +279,11 @@ int RunFitCommand(const FitArgs& args) {
                                   : FitVerdict::kActivationOverflow);
     why << "the largest micro-batch per rank that ran to completion is "
         << largest << " (peak " << HumanBytes(measure.Run(largest).peak_bytes)
-        << ")";
+        << measure.Run(largest).higher << ")";
+    if (largest != answer.largest_micro_batch &&
+        answer.largest_micro_batch < kLargestMeasured) {
+      why << ", where the prediction said " << answer.largest_micro_batch;
+    }
     if (largest < kLargestMeasured) {
       why << "; micro-batch " << largest + 1 << " ran out of memory";
     }
