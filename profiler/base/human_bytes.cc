@@ -98,6 +98,8 @@ int64_t ParseByteSize(const std::string& text) {
       {"tb", 1e12}};
   for (const auto& [name, factor] : kUnits) {
     if (unit != name) continue;
+    // Bytes themselves are whole: "1.5" is not a byte count, 1.5KiB is.
+    if (factor == 1 && number.find('.') != std::string::npos) return -1;
     const double bytes =
         std::floor(std::strtod(number.c_str(), nullptr) * factor);
     if (!(bytes >= 1) || bytes > kLargestByteSize) return -1;

@@ -23,7 +23,8 @@ std::string GroupedInteger(int64_t value);
 // Units, case-insensitive: B; KiB, MiB, GiB, TiB, their short forms Ki, Mi,
 // Gi, Ti (as `free -h` writes them) and bare K, M, G, T (as `df -h` and
 // `du -h` write them): powers of 1024; KB, MB, GB, TB: powers of 1000.
-// Returns -1 for anything else or for less than 1 byte.
+// Returns -1 for anything else, for less than 1 byte, and for a fraction
+// of bytes without a larger unit ("1.5", "1000.7B").
 int64_t ParseByteSize(const std::string& text);
 
 // The most bytes ParseByteSize returns (about 7.8 EiB); larger is -1.

@@ -461,10 +461,12 @@ void RequireReadableKeptDetail(const KeepSteps& keep, const RunConfig& config,
       " micro-batch(es) would keep their detail, about 4 KiB of rank report "
       "each, more than the " +
       std::to_string(kMaxKeptMicroBatches) +
-      " a report's readers can take: keep fewer (--keep-steps N, N x " +
-      "train.grad_accum at most " + std::to_string(kMaxKeptMicroBatches) +
+      " a report's readers can take: keep fewer (--keep-steps N keeps N "
+      "steps and steps 1 and the peak's: (N + 2) x train.grad_accum at most " +
+      std::to_string(kMaxKeptMicroBatches) +
       "); every step's peak and time are kept whatever N is");
 }
+
 // The sections for any model ([lora] refuses resnet by itself).
 constexpr const char* kRunSections[] = {"train", "ddp", "lora"};
 

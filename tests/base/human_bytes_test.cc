@@ -38,8 +38,9 @@ TEST(ParseByteSize, BinaryAndDecimalUnitsAndPlainBytes) {
   EXPECT_EQ(ParseByteSize("4096"), 4096);
   EXPECT_EQ(ParseByteSize("250000b"), 250000);
   EXPECT_EQ(ParseByteSize("1kib"), 1024);
-  for (const char* bad : {"", "GiB", "2 GiBs", "-1GiB", "1.2.3", "0", "0.1B",
-                          ".5GiB", "1e3", "2 Gb/s", "2GiBB", "2iB", "2Bi"}) {
+  for (const char* bad :
+       {"", "GiB", "2 GiBs", "-1GiB", "1.2.3", "0", "0.1B", ".5GiB", "1e3",
+        "2 Gb/s", "2GiBB", "2iB", "2Bi", "1.5", "1000.7", "2.0B"}) {
     EXPECT_EQ(ParseByteSize(bad), -1) << bad;
   }
 }
