@@ -51,6 +51,35 @@ void ReadPeak(const JsonReader& reader, const Json& parent,
   figures.peak_phase = reader.String(peak, path, "phase");
 }
 
+// As memprof baseline writes a rank: its categories' bytes at the peak sum
+// to the peak, and none is over its own peak. A baseline edited otherwise
+// (a peak total of 10^12) would gate against figures no run has.
+void RequireConsistent(const JsonReader& reader, const std::string& where,
+                       const RankFigures& figures) {
+  __int128 sum = 0;
+  for (Category c : kAllCategories) {
+    const int64_t at_peak = figures.measured_bytes[Index(c)];
+    sum += at_peak;
+    if (at_peak > figures.peak_bytes[Index(c)]) {
+      reader.Fail(
+          JsonPath(JsonPath(where, "categories"), std::string(CategoryName(c))),
+          "measured_bytes " + std::to_string(at_peak) +
+              " is over its own peak_bytes " +
+              std::to_string(figures.peak_bytes[Index(c)]) +
+              ": the baseline was edited or damaged");
+    }
+  }
+  if (sum != figures.peak_total_bytes) {
+    reader.Fail(JsonPath(JsonPath(where, "peak"), "total_bytes"),
+                "is " + std::to_string(figures.peak_total_bytes) +
+                    ", but the categories' measured_bytes sum to " +
+                    (sum > std::numeric_limits<int64_t>::max()
+                         ? std::string("more than 2^63 - 1")
+                         : std::to_string(static_cast<int64_t>(sum))) +
+                    ": the baseline was edited or damaged");
+  }
+}
+
 // context.config: "key": scalar or "section": {"key": scalar}.
 Json ReadConfig(const JsonReader& reader, const Json& context,
                 const std::string& where) {
@@ -261,6 +290,7 @@ Baseline ParseBaseline(const std::string& text, const std::string& origin) {
     }
     ReadPeak(reader, entry, where, figures);
     ReadCategories(reader, entry, where, figures);
+    RequireConsistent(reader, where, figures);
     baseline.run.ranks.push_back(figures);
   }
   return baseline;

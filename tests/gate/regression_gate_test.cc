@@ -505,6 +505,8 @@ TEST_F(RegressionGateTest, MalformedBaselinesAreBadInputNamingFileAndReason) {
   ASSERT_FALSE(good.empty());
   Json negative = Json::parse(good);
   negative["ranks"][0]["categories"]["weights"]["measured_bytes"] = -4;
+  Json edited = Json::parse(good);
+  edited["ranks"][0]["peak"]["total_bytes"] = 1000000000000;
   Json unknown = Json::parse(good);
   unknown["ranks"][0]["categories"]["weigths"] =
       unknown["ranks"][0]["categories"]["weights"];
@@ -517,6 +519,9 @@ TEST_F(RegressionGateTest, MalformedBaselinesAreBadInputNamingFileAndReason) {
        "major version 2 of memprof.baseline; this memprof reads version 1"},
       {Write("negative.json", negative.dump()),
        "ranks[0].categories.weights.measured_bytes"},
+      {Write("edited.json", edited.dump()),
+       "ranks[0].peak.total_bytes: is 1000000000000, but the categories' "
+       "measured_bytes sum to "},
       {Write("unknown.json", unknown.dump()),
        "ranks[0].categories.weigths: not a category memprof knows"},
       {Path("missing.json"), "No such file"},
