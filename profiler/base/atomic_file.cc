@@ -46,13 +46,18 @@ void RequireReplaceableFile(const std::string& flag, const std::string& path) {
   if (what.empty()) return;
   std::string remedy = "give a regular file's path";
   if (S_ISLNK(info.st_mode)) {
+    // The file it leads to, when that is one memprof could write (not
+    // /dev/stdout's pipe).
     std::error_code error;
     const std::filesystem::path target =
-        std::filesystem::read_symlink(path, error);
+        std::filesystem::canonical(path, error);
+    std::error_code kind_error;
+    const bool writable_target =
+        !error && std::filesystem::is_regular_file(target, kind_error);
     remedy =
         "memprof writes a new file in its place, which would replace "
         "the link: give the path of the file itself" +
-        (error ? std::string() : " (" + target.string() + ")");
+        (writable_target ? " (" + target.string() + ")" : std::string());
   } else if (S_ISDIR(info.st_mode)) {
     remedy = "give a file's path inside it";
   } else {
