@@ -66,7 +66,6 @@ int64_t MathPathAttentionBytes(const RunConfig& config, int64_t micro_batch);
 
 // The sentence predict and fit print under a GPU figure when
 // MathPathAttentionBytes is not 0 ("" otherwise).
-std::string MathPathAttentionNote(const RunConfig& config,
-                                  int64_t micro_batch);
+std::string MathPathAttentionNote(const RunConfig& config, int64_t micro_batch);
 
 }  // namespace memprof

@@ -141,7 +141,7 @@ struct FitAnswer {
   // Parameter elements, and those trained (not frozen by train.freeze).
   int64_t parameters = 0;
   int64_t trained_parameters = 0;
-  int64_t peak1_bytes = 0;          // at micro-batch 1
+  int64_t peak1_bytes = 0;  // at micro-batch 1
   // Micro-batch 1's optimizer step (no activation live): peak1_bytes when
   // it is the peak, else its requested bytes (plus the outside allowance
   // on a GPU), a lower bound of its figure.
