@@ -5,17 +5,31 @@
 namespace memprof {
 namespace {
 
+// " of 300", or "" when the steps configured are unknown (0).
+std::string OfSteps(int64_t configured) {
+  return configured > 0 ? " of " + std::to_string(configured) : "";
+}
+
 // "in step 2 of 300", "before step 1 of 300".
 std::string StepOf(int step, int64_t configured) {
   return (step > 0 ? "in step " + std::to_string(step)
                    : std::string("before step 1")) +
-         " of " + std::to_string(configured);
+         OfSteps(configured);
 }
 
 }  // namespace
 
+int64_t ConfiguredSteps(const RankReport& report) {
+  // A program recovered from its capture: its own loop decided how many
+  // steps it would run, and never said.
+  if (report.context.config.model == "program" && report.post_mortem) {
+    return 0;
+  }
+  return report.context.config.train.steps;
+}
+
 std::string UnfinishedReason(const RankReport& report) {
-  const int64_t configured = report.context.config.train.steps;
+  const int64_t configured = ConfiguredSteps(report);
   if (report.out_of_memory) {
     return "ran out of memory " +
            StepOf(report.out_of_memory->step, configured);
@@ -26,7 +40,7 @@ std::string UnfinishedReason(const RankReport& report) {
     const std::string when =
         p.step == 0 && !report.steps.empty()
             ? "after step " + std::to_string(report.steps.back().step) +
-                  " of " + std::to_string(configured)
+                  OfSteps(configured)
             : StepOf(p.step, configured);
     return EndingOf(p.killed_by) + " " + when +
            "; its report was recovered from its capture (post-mortem)";

@@ -15,6 +15,10 @@ namespace memprof {
 // "killed (signal 9 (Killed)) in step 7 of 300; its report was recovered
 // from its capture (post-mortem)", "did not complete step 3 of 4", "ran 2 of 4
 // steps".
+// The steps the run was configured for; 0 when unknown (a program's rank
+// recovered from its capture: its own loop decided).
+int64_t ConfiguredSteps(const RankReport& report);
+
 std::string UnfinishedReason(const RankReport& report);
 
 // Whether some step from the steady state's first on ran to completion: the

@@ -48,16 +48,19 @@ std::string RankHeader(const RankReport& rank) {
 // before step 1 (killed)", "(killed or failed)" when the
 // capture cannot tell why.
 std::string StepsRun(const RankReport& rank) {
-  const int64_t configured = rank.context.config.train.steps;
-  if (!rank.steps.empty() && rank.steps.back().completed) {
+  const int64_t configured = ConfiguredSteps(rank);
+  if (!rank.steps.empty() && rank.steps.back().completed && configured > 0) {
     return std::to_string(configured);
   }
-  const std::string cause = rank.out_of_memory  ? "out of memory"
-                            : !rank.post_mortem ? "cut short"
-                            : rank.post_mortem->killed_by == kUnknownEnding
-                                ? "killed or failed"
-                                : "killed";
-  return std::to_string(configured) + " configured, stopped " +
+  const std::string& ending =
+      rank.post_mortem ? rank.post_mortem->killed_by : std::string();
+  const std::string cause = rank.out_of_memory         ? "out of memory"
+                            : !rank.post_mortem        ? "cut short"
+                            : ending == kUnknownEnding ? "killed or failed"
+                            : ending.rfind("failed: ", 0) == 0 ? "failed"
+                                                               : "killed";
+  return (configured > 0 ? std::to_string(configured) + " configured, " : "") +
+         "stopped " +
          (rank.steps.empty()
               ? std::string("before step 1")
               : "in step " + std::to_string(rank.steps.back().step)) +

@@ -253,6 +253,12 @@ TEST_F(SessionTest, AnUncaughtExceptionIsNamedWhenTheRankIsRecovered) {
   ASSERT_TRUE(report.post_mortem.has_value());
   EXPECT_EQ(report.post_mortem->killed_by,
             "failed: an uncaught exception: the data loader ran dry");
+  // The program's loop decided its steps: none is said to be configured.
+  const std::string markdown = ReadFile(dir_ / "report.md");
+  EXPECT_NE(markdown.find("- **steps**: stopped in step 2 (failed)"),
+            std::string::npos)
+      << markdown;
+  EXPECT_EQ(markdown.find(" of 1;"), std::string::npos) << markdown;
   // A later session of the program takes none of it for its own.
   ASSERT_EQ(RunProgram("train " + dir_.string()).exit_code, 0);
   EXPECT_FALSE(std::filesystem::exists(dir_ / "capture-0.ending"));
