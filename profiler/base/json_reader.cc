@@ -96,21 +96,25 @@ class DocumentBuilder : public nlohmann::json_sax<Json> {
     std::string key;                        // the member being read
   };
 
+  // The JSON path of the next value (made for containers only: a scalar's
+  // is never needed).
+  std::string NextPath() const {
+    if (open_.empty()) return "";
+    const Frame& frame = open_.back();
+    return frame.container->is_array()
+               ? JsonElement(frame.where, frame.container->size())
+               : JsonPath(frame.where, frame.key);
+  }
   // Where the next value goes: the document, the open array's end, or the
   // open object's member `key` (known new: appended without a search).
-  Json& Slot(std::string* where) {
-    if (open_.empty()) {
-      *where = "";
-      return document_;
-    }
+  Json& Slot() {
+    if (open_.empty()) return document_;
     Frame& frame = open_.back();
     Json& container = *frame.container;
     if (container.is_array()) {
-      *where = JsonElement(frame.where, container.size());
       container.push_back(nullptr);
       return container.back();
     }
-    *where = JsonPath(frame.where, frame.key);
     auto& members =
         static_cast<std::vector<std::pair<const std::string, Json>>&>(
             container.get_ref<Json::object_t&>());
@@ -119,8 +123,7 @@ class DocumentBuilder : public nlohmann::json_sax<Json> {
   }
   template <typename T>
   bool Value(T&& value) {
-    std::string where;
-    Slot(&where) = std::forward<T>(value);
+    Slot() = std::forward<T>(value);
     return true;
   }
   bool Open(Json empty) {
@@ -128,8 +131,8 @@ class DocumentBuilder : public nlohmann::json_sax<Json> {
       too_deep_ = true;
       return false;
     }
-    std::string where;
-    Json& slot = Slot(&where);
+    std::string where = NextPath();
+    Json& slot = Slot();
     slot = std::move(empty);
     open_.push_back({&slot, std::move(where), {}, {}});
     return true;

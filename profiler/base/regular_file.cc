@@ -43,9 +43,11 @@ class Descriptor {
 
 std::string ReadRegularFile(const std::string& path, const std::string& kind,
                             int64_t max_bytes, const std::string& remedy) {
-  auto fail = [&](const std::string& reason) {
+  auto fail = [&](const std::string& reason,
+                  const std::string& remedy_here = std::string()) {
     throw InputError("cannot read " + (kind.empty() ? "" : kind + " ") + "'" +
-                     path + "': " + reason + "; " + remedy);
+                     path + "': " + reason + "; " +
+                     (remedy_here.empty() ? remedy : remedy_here));
   };
   const std::string cap =
       HumanBytes(max_bytes) + " memprof reads from such a file";
@@ -55,10 +57,9 @@ std::string ReadRegularFile(const std::string& path, const std::string& kind,
       ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
   if (fd.get() < 0 && (errno == EACCES || errno == EPERM)) {
     // The file is there: the remedy is the permission, not a new file.
-    throw InputError("cannot read " + (kind.empty() ? "" : kind + " ") + "'" +
-                     path + "': " + std::strerror(errno) +
-                     "; give this user read permission on it (chmod u+r, or "
-                     "run as its owner)");
+    fail(std::strerror(errno),
+         "give this user read permission on it (chmod u+r, or run as its "
+         "owner)");
   }
   if (fd.get() < 0) fail(std::strerror(errno));
   struct stat status {};

@@ -5,7 +5,6 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
-#include <regex>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -108,18 +107,13 @@ RunFigures LoadRun(const std::string& dir) {
   // A rank report past the run's ranks is another run's (copied in, or
   // left by a run of more ranks): `report` sets it aside, check refuses
   // the directory rather than gate a mix.
-  static const std::regex kRankFile("rank-([0-9]{1,9})\\.json");
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
-    std::smatch match;
-    const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, match, kRankFile) &&
-        std::stoi(match[1].str()) >= world_size) {
-      throw InputError(
-          entry.path().string() + ": a rank report past the run's " +
-          std::to_string(world_size) + " rank(s) (world_size in " + first +
-          "): the directory mixes runs; remove it, or profile "
-          "into a fresh --out directory");
-    }
+  for (const auto& [rank, path] : RankReportFiles(dir)) {
+    if (rank < world_size) continue;
+    throw InputError(path + ": a rank report past the run's " +
+                     std::to_string(world_size) + " rank(s) (world_size in " +
+                     first +
+                     "): the directory mixes runs; remove it, or profile "
+                     "into a fresh --out directory");
   }
   int missing = -1;  // the first rank without a report
   for (int rank = 1; rank < world_size; ++rank) {

@@ -16,6 +16,20 @@ bool IsRunFileName(const std::string& name) {
          name == "report.md" || name == "report.html" || name == "trace.json";
 }
 
+std::map<int, std::string> RankReportFiles(const std::string& dir) {
+  static const std::regex kRankFile("rank-(0|[1-9][0-9]{0,5})\\.json");
+  std::map<int, std::string> files;
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
+    std::smatch match;
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, match, kRankFile)) {
+      files[std::stoi(match[1].str())] = entry.path().string();
+    }
+  }
+  return files;
+}
+
 void RequireRecoveredReport(const std::string& dir, int rank) {
   const std::string r = std::to_string(rank);
   std::error_code error;

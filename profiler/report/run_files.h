@@ -5,12 +5,17 @@
 // not replace one of them.
 #pragma once
 
+#include <map>
 #include <string>
 
 namespace memprof {
 
 // Whether `name` (a file name, no directory) is one a run writes.
 bool IsRunFileName(const std::string& name);
+
+// The rank-<r>.json files in `dir`, by rank (r from 0 to 999,999, without
+// leading zeros), their paths; none when `dir` cannot be read.
+std::map<int, std::string> RankReportFiles(const std::string& dir);
 
 // Throws RunFailure when `dir` has no rank-<rank>.json but that rank's
 // capture-<rank>.bin: the run stopped before it wrote its reports (killed,

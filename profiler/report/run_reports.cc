@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
-#include <regex>
 
 #include "profiler/base/atomic_file.h"
 #include "profiler/base/errors.h"
@@ -14,6 +13,7 @@
 #include "profiler/report/report_html.h"
 #include "profiler/report/report_markdown.h"
 #include "profiler/report/report_text.h"
+#include "profiler/report/run_files.h"
 
 namespace memprof {
 namespace fs = std::filesystem;
@@ -49,17 +49,7 @@ void RequireRunDirectory(const std::string& dir) {
 
 RunView LoadRunView(const std::string& dir) {
   RequireRunDirectory(dir);
-  std::error_code error;
-  // rank-<r>.json files present, by rank.
-  std::map<int, std::string> files;
-  static const std::regex kRankFile("rank-(0|[1-9][0-9]{0,5})\\.json");
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
-    std::smatch match;
-    const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, match, kRankFile)) {
-      files[std::stoi(match[1].str())] = entry.path().string();
-    }
-  }
+  std::map<int, std::string> files = RankReportFiles(dir);
   if (files.empty()) {
     throw InputError("--run " + dir +
                      ": no rank-<r>.json; pass the --out directory of "
