@@ -46,6 +46,7 @@ class RankReportReader {
     out.micro_batch = r_.Bytes(doc, "", "micro_batch");
     Categories(r_.Object(doc, "", "categories"), out);
     Peaks(doc, out);
+    RequireCategoriesAtPeak(out);
     out.steps = Steps(r_.Array(doc, "", "steps"), out.step_details);
     out.ddp = Ddp(r_.Object(doc, "", "ddp"));
     out.redundancy = Redundancies(r_.Object(doc, "", "redundancy"));
@@ -149,6 +150,7 @@ class RankReportReader {
   PeakFigures Peak(const Json& peak, const std::string& where) const;
   void RequireSum(const Breakdown& breakdown, int64_t total,
                   const std::string& where, const char* key) const;
+  void RequireCategoriesAtPeak(const RankReport& out) const;
   void Peaks(const Json& doc, RankReport& out) const;
   std::vector<StepReport> Steps(const Json& steps,
                                 std::vector<StepDetail>& details) const;
@@ -363,6 +365,31 @@ void RankReportReader::RequireSum(const Breakdown& breakdown, int64_t total,
               (fits ? std::to_string(static_cast<int64_t>(sum))
                     : std::string("more than 2^63 - 1")) +
               ": the report was edited or damaged");
+}
+
+// A category's measured_bytes is its share of the steady-state peak, as
+// memprof writes it: peak.breakdown's entry, and never over the category's
+// own peak_bytes. A report edited otherwise made a baseline that its own
+// reader refused (measured 5 B over a peak of 0).
+void RankReportReader::RequireCategoriesAtPeak(const RankReport& out) const {
+  for (Category c : kAllCategories) {
+    const CategoryFigures& f = out.Of(c);
+    const std::string where = "categories." + std::string(CategoryName(c));
+    if (f.measured_bytes != out.peak.breakdown[Index(c)]) {
+      r_.Fail(JsonPath(where, "measured_bytes"),
+              "is " + std::to_string(f.measured_bytes) +
+                  ", but peak.breakdown." + std::string(CategoryName(c)) +
+                  " is " + std::to_string(out.peak.breakdown[Index(c)]) +
+                  ": the report was edited or damaged");
+    }
+    if (f.measured_bytes > f.peak_bytes) {
+      r_.Fail(JsonPath(where, "measured_bytes"),
+              "is " + std::to_string(f.measured_bytes) +
+                  ", over the category's own peak_bytes " +
+                  std::to_string(f.peak_bytes) +
+                  ": the report was edited or damaged");
+    }
+  }
 }
 
 PeakFigures RankReportReader::Peak(const Json& peak,

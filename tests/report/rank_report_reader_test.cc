@@ -229,6 +229,31 @@ TEST(RankReportReader, ErrorsNameTheFileAndTheJsonPath) {
             std::string::npos);
 }
 
+// A category's measured_bytes is its entry in peak.breakdown and never over
+// its own peak_bytes: the fuzzer found a report, read, whose baseline the
+// baseline reader refused (measured 5 B over a peak of 0).
+TEST(RankReportReader, RefusesCategoryFiguresThePeakDoesNotHave) {
+  Json doc = OneRankReport();
+  ASSERT_NO_THROW(RankReportFromJson(doc, "r0.json"));
+  doc["categories"]["optimizer_state"]["measured_bytes"] =
+      doc["categories"]["optimizer_state"]["measured_bytes"].get<int64_t>() + 5;
+  EXPECT_NE(InputErrorOf([&] {
+              RankReportFromJson(doc, "r0.json");
+            }).find("r0.json: categories.optimizer_state.measured_bytes: is "),
+            std::string::npos);
+  doc = OneRankReport();
+  const int64_t at_peak =
+      doc["categories"]["weights"]["measured_bytes"].get<int64_t>();
+  ASSERT_GT(at_peak, 0);
+  doc["categories"]["weights"]["peak_bytes"] = at_peak - 1;
+  EXPECT_NE(InputErrorOf([&] { RankReportFromJson(doc, "r0.json"); })
+                .find("categories.weights.measured_bytes: is " +
+                      std::to_string(at_peak) +
+                      ", over the category's own peak_bytes " +
+                      std::to_string(at_peak - 1)),
+            std::string::npos);
+}
+
 // Issue 35: a rank whose model alone did not fit stops before step 1 with
 // no step; its report is read (since memprof.rank/1.8) and rendered, its
 // figures not compared with a steady state it never reached; a report with
