@@ -2,6 +2,7 @@
 // tensors] lists what each op keeps for backward in LibTorch's CPU kernels.
 #include <string>
 
+#include "models/head_backward.h"
 #include "models/size_table.h"
 
 namespace memprof {
@@ -109,7 +110,7 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
     t.Add("embedding dropout noise", s, {b, T, d}, "[B, T, d]", f);
     t.NeededWhen("wpe.weight");
   }
-  if (checkpoint_blocks) t.blocks = static_cast<int32_t>(c.layers);
+  t.blocks = static_cast<int32_t>(c.layers);
   for (int64_t i = 0; i < c.layers; ++i) {
     const std::string n = "h." + std::to_string(i) + ".";
     const size_t first = t.rows.size();
@@ -210,9 +211,19 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
     t.Add("wte.weight's bfloat16 copy (lm head)", RowKind::kWeightCast,
           {d, c.vocab}, "[d, V]", lo);
   }
+  const size_t loss_rows = t.rows.size();
   t.Add("log_softmax output", s, {b * T, c.vocab}, "[B*T, V]", f);
   t.Add("nll_loss total_weight", s, {}, "[]", f);
   t.SetBlock(after_blocks, SizeRow::kNoBlock);
+  // The loss's rows, and under autocast the output projection's bfloat16
+  // input and weight, are freed before its gradients (Note [Head
+  // backward]).
+  t.SetBlock(loss_rows, SizeRow::kHead);
+  if (dt.autocast) {
+    for (size_t r = after_blocks; r < loss_rows; ++r) {
+      if (t.rows[r].dtype == lo) t.rows[r].block = SizeRow::kHead;
+    }
+  }
   t.Add("loss", s, {}, "[]", f);
 
   // Backward peaks at its first nodes: nll_loss's gradient and
@@ -221,21 +232,34 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
         f);
   t.Add("log_softmax gradient", RowKind::kWorkspace, {b * T, c.vocab},
         "[B*T, V]", f);
-  // Checkpointed, each block's backward peaks at its first node, the MLP's
-  // c_proj, just after the rerun: its input and weight gradients, with the
-  // gradient flowing into the block, the loss's gradient and the tied
-  // wte's gradient from the output projection, which waits in autograd's
-  // input buffer for the embedding's share.
+  AddHeadBackward(t, {b, T, d, c.vocab, "wte.weight", "ln_f.bias", f}, dt);
+  // Each block's backward peaks at its first node, the MLP's c_proj (a
+  // checkpointed block's just after its rerun): its input and weight
+  // gradients, with the gradient flowing into the block, the loss's
+  // gradient and the tied wte's gradient from the output projection, which
+  // waits in autograd's input buffer for the embedding's share. Not
+  // checkpointed, the last block's is the busiest: every block's saved
+  // tensors are still held, the rows after the blocks freed. At a small
+  // micro-batch it is the step's peak: at gpt-tiny's micro-batch 1 the two
+  // [V, d] gradients outweigh early backward's two [B*T, V] ones.
   for (int32_t i = 0; i < t.blocks; ++i) {
     const std::string n = "h." + std::to_string(i) + " backward: ";
+    const std::string l = "h." + std::to_string(i) + ".";
     const auto w = RowKind::kWorkspace;
     const size_t first = t.rows.size();
+    // The block's backward runs while some parameter up to its last
+    // requires grad (Note [Frozen activations]).
     t.Add(n + "gradient into the block", w, {b, T, d}, "[B, T, d]", f);
+    t.NeededWhen(l + "mlp.c_proj.bias");
     t.Add(n + "mlp c_proj input gradient", w, {b, T, 4 * d}, "[B, T, 4d]", lo);
+    t.NeededWhen(l + "mlp.c_fc.bias");
     t.Add(n + "mlp c_proj weight gradient", w, {d, 4 * d}, "[d, 4d]", f);
+    t.NeededWhen("", {l + "mlp.c_proj.weight"});
     t.Add(n + "wte gradient from the output projection", w, {c.vocab, d},
           "[V, d]", f);
+    t.NeededWhen("", {"wte.weight"});
     t.Add(n + "loss gradient", w, {}, "[]", f);
+    t.NeededWhen(l + "mlp.c_proj.bias");
     t.SetBlock(first, i);
   }
 

@@ -3,6 +3,7 @@
 // CPU kernels.
 #include <string>
 
+#include "models/head_backward.h"
 #include "models/size_table.h"
 
 namespace memprof {
@@ -323,6 +324,7 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
               "'s bfloat16 copy (lm_head)",
           RowKind::kWeightCast, {V, d}, "[V, d]", lo);
   }
+  const size_t loss_rows = t.rows.size();
   t.Add("log_softmax output (float32 logits)", s, {b * T, V}, "[B*T, V]", f32);
   if (b == 1) {
     t.Add("nll_loss target (the padded labels)", s, {1, T + 1}, "[1, T+1]",
@@ -333,6 +335,14 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
   }
   t.Add("nll_loss total_weight", s, {}, "[]", f32);
   t.SetBlock(after_layers, SizeRow::kNoBlock);
+  // The loss's rows, and under autocast lm_head's bfloat16 input and
+  // weight, are freed before lm_head's gradients (Note [Head backward]).
+  t.SetBlock(loss_rows, SizeRow::kHead);
+  if (dt.autocast) {
+    for (size_t r = after_layers; r < loss_rows; ++r) {
+      if (t.rows[r].dtype == lo) t.rows[r].block = SizeRow::kHead;
+    }
+  }
   t.Add("loss", s, {}, "[]", f32);
 
   // Backward peaks at its first nodes: nll_loss's gradient and
@@ -341,6 +351,7 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
   t.Add("nll_loss gradient", RowKind::kWorkspace, {b * T, V}, "[B*T, V]", f32);
   t.Add("log_softmax gradient", RowKind::kWorkspace, {b * T, V}, "[B*T, V]",
         f32);
+  AddHeadBackward(t, {b, T, d, V, head, "model.norm.weight", f32}, dt);
   // Each layer's backward peaks in its MLP (Note [Llama backward
   // moments]).
   for (int32_t i = 0; i < t.blocks; ++i) {

@@ -88,12 +88,14 @@ struct SizeRow {
   Dtype dtype = Dtype::kFloat32;
   // In tables with blocks (Note [Checkpointed activations]): a kSaved row
   // held until the backward of block `block` (kEveryBlock: until after
-  // every block's; kNoBlock: freed before the first), or the block whose
-  // rerun saves a kRecomputed row, or in whose backward a kWorkspace row
-  // is live.
+  // every block's; kNoBlock: freed before the first; kHead: freed before
+  // the output projection's gradients, Note [Head backward]), or the block
+  // whose rerun saves a kRecomputed row, or in whose backward a kWorkspace
+  // row is live (kHead: the output projection's).
   int32_t block = kEveryBlock;
   static constexpr int32_t kEveryBlock = -1;
   static constexpr int32_t kNoBlock = INT32_MAX;
+  static constexpr int32_t kHead = INT32_MAX - 1;
   static constexpr int32_t kForwardOnly = INT32_MIN;  // kWeightCast rows
   // The named scope whose forward allocates the row: a block's
   // parameter-name prefix ("h.3"), as the model names the scope it runs
@@ -145,7 +147,8 @@ struct SizeTable {
   void NeededWhen(std::string upstream,
                   std::vector<std::string> needed_for = {});
   // Blocks whose backward is a predicted moment, 0 .. blocks - 1:
-  // checkpointed blocks, Llama's layers, or the MLP's hidden layers; 0: none.
+  // checkpointed blocks, GPT's blocks, Llama's layers, or the MLP's hidden
+  // layers; 0: none.
   int32_t blocks = 0;
   // The largest single parameter tensor, in bytes; `trained`: of the
   // trained ones only.

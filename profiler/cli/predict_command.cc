@@ -49,12 +49,13 @@ Json MomentJson(const PredictedMoment& m) {
 }
 
 // The candidate moments the table has: early backward and the optimizer
-// step always, a checkpointed block's backward and late backward when the
-// table has rows for them.
+// step always, the output projection's, a block's and late backward when
+// the table has rows for them.
 Json Moments(const Prediction& p) {
   Json moments = Json::array();
-  for (const PredictedMoment* m : {&p.early_backward, &p.optimizer_step,
-                                   &p.block_backward, &p.late_backward}) {
+  for (const PredictedMoment* m :
+       {&p.early_backward, &p.head_backward, &p.optimizer_step,
+        &p.block_backward, &p.late_backward}) {
     if (m->phase != Phase::kIdle) moments.push_back(MomentJson(*m));
   }
   return moments;

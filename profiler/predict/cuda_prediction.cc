@@ -70,8 +70,8 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
   s.AllocRows(table, RowKind::kBuffer);
   std::vector<uint64_t> bucket{s.Alloc(param_bytes)};
   std::vector<uint64_t> gradients, state;
-  CudaAllocatorFigures early_backward, block_backward, late_backward,
-      optimizer_step;
+  CudaAllocatorFigures early_backward, head_backward, block_backward,
+      late_backward, optimizer_step;
   const int32_t busiest = p.busiest_block;
   const auto is = [](int32_t block) {
     return [block](int32_t b) { return b == block; };
@@ -90,16 +90,18 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
     const std::vector<uint64_t> inputs = s.AllocRows(table, RowKind::kInput);
     // Saved rows, and under bf16-autocast the weights' copies, held as
     // saved rows are: until the end of backward, until a block's backward
-    // (up to and after the busiest block), or freed before the blocks'.
+    // (up to and after the busiest block), freed before the blocks', or
+    // before the output projection's gradients (Note [Head backward]).
     struct Held {
-      std::vector<uint64_t> held, below, above, head;
+      std::vector<uint64_t> held, below, above, head, loss;
     };
     const auto hold = [&](RowKind kind) {
       return Held{s.AllocRowsOf(table, kind, is(-1)),
                   s.AllocRowsOf(table, kind, in_blocks(0, busiest)),
                   s.AllocRowsOf(table, kind,
-                                in_blocks(busiest + 1, SizeRow::kNoBlock - 1)),
-                  s.AllocRowsOf(table, kind, is(SizeRow::kNoBlock))};
+                                in_blocks(busiest + 1, SizeRow::kHead - 1)),
+                  s.AllocRowsOf(table, kind, is(SizeRow::kNoBlock)),
+                  s.AllocRowsOf(table, kind, is(SizeRow::kHead))};
     };
     const Held saved = hold(RowKind::kSaved);
     const Held casts = hold(RowKind::kWeightCast);
@@ -114,9 +116,16 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
           s.AllocRows(table, RowKind::kParameter, /*trained_only=*/true);
     }
     early_backward = s.model().now();
+    s.Free(saved.loss);
+    s.Free(casts.loss);
+    s.Free(workspace);
+    // The output projection's backward.
+    const std::vector<uint64_t> projection =
+        s.AllocRowsOf(table, RowKind::kWorkspace, is(SizeRow::kHead));
+    head_backward = s.model().now();
+    s.Free(projection);
     s.Free(saved.head);
     s.Free(casts.head);
-    s.Free(workspace);
     s.Free(saved.above);
     s.Free(casts.above);
     // The busiest block's backward (a checkpointed block's after its rerun).
@@ -164,6 +173,7 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
   return {&peak == &p.optimizer_step   ? optimizer_step
           : &peak == &p.late_backward  ? late_backward
           : &peak == &p.block_backward ? block_backward
+          : &peak == &p.head_backward  ? head_backward
                                        : early_backward,
           s.model().peak_reserved()};
 }

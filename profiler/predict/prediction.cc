@@ -89,6 +89,17 @@ class Sizes {
     }
     return sum;
   }
+  // At the output projection's backward (Note [Head backward]): the saved
+  // rows and weight copies not yet freed.
+  int64_t AtHead(RowKind kind) const {
+    int64_t sum = 0;
+    for (const SizeRow& row : table_.rows) {
+      if (row.kind == kind && row.block != SizeRow::kHead &&
+          row.block != SizeRow::kForwardOnly)
+        sum += Of(row.Bytes());
+    }
+    return sum;
+  }
   // The steady state's buckets, as the Reducer rebuilds them.
   int64_t Buckets(const RunConfig& config) const {
     int64_t sum = 0;
@@ -213,6 +224,16 @@ Prediction PredictFromTable(const RunConfig& config, SizeTable table,
                "early in backward: every saved tensor and the workspace rows",
                state, sizes.Sum(RowKind::kSaved), sizes.Workspace(),
                sizes.CastsInBackward(SizeRow::kEveryBlock));
+
+  // The output projection's backward (Note [Head backward]), in tables
+  // with rows for it.
+  if (sizes.Workspace(SizeRow::kHead) > 0) {
+    p.head_backward = MomentOf(
+        Phase::kBackward,
+        "output projection's backward: its weight and input gradients", state,
+        sizes.AtHead(RowKind::kSaved), sizes.Workspace(SizeRow::kHead),
+        sizes.AtHead(RowKind::kWeightCast));
+  }
 
   // Adam's step: denom = exp_avg_sq.sqrt() / sqrt(bias_correction2) makes
   // two temporaries the size of the parameter, live together; the largest

@@ -54,6 +54,10 @@ struct Prediction {
   double model_state_bytes_per_parameter = 0;
   // The steady-state peak: the largest of the moments.
   PredictedMoment early_backward;  // every saved tensor, the workspace rows
+  // The output projection's backward, for tables with rows for it (GPT's
+  // and Llama's, Note [Head backward] in models/head_backward.h); all zero
+  // otherwise.
+  PredictedMoment head_backward;
   PredictedMoment optimizer_step;  // the optimizer's workspace
   // The busiest block's backward, for tables with blocks (SizeTable::blocks:
   // checkpointed blocks just after their rerun, Note [Checkpointed
@@ -66,7 +70,7 @@ struct Prediction {
   const PredictedMoment& Peak() const {
     const PredictedMoment* peak = &early_backward;
     for (const PredictedMoment* m :
-         {&optimizer_step, &block_backward, &late_backward}) {
+         {&head_backward, &optimizer_step, &block_backward, &late_backward}) {
       if (m->Total() > peak->Total()) peak = m;
     }
     return *peak;
