@@ -1,7 +1,8 @@
 // What must hold between a rank report's measured figures and its
 // prediction: model state and the weights' bfloat16 copies to the byte,
 // activations within 3%, the steady-state peak within 5% (tighter bands
-// where a model's table earns them: Llama's 1% and 3%).
+// where a model's table earns them: Llama's 1% and 3%), and in float32
+// never more than 0.01% over the prediction.
 //
 // In bfloat16 (bf16-autocast, bfloat16) oneDNN's matmuls and convolutions
 // ask for scratchpads that depend on the CPU's instructions (on AMX, 22 KB
@@ -52,6 +53,19 @@ inline void ExpectPredictionHolds(const RankReport& rank,
       << "activations: measured " << activations << ", predicted " << predicted;
   const int64_t peak = rank.peak.total_bytes;
   const int64_t peak_predicted = rank.predicted_peak.total_bytes;
+  // In float32 the peak is never more than 0.01% over its prediction: a
+  // prediction under the run makes fit say "fits" where the run runs out
+  // (gpt-tiny at micro-batch 1 was 2.05% under before the moments of
+  // Note [Head backward]). Except ResNet's: oneDNN's convolutions take
+  // per-thread scratchpads the table does not predict (docs/prediction.md;
+  // resnet-tiny, micro-batch 1, checkpointed: 2.94% over).
+  if (rank.context.config.train.dtype == "float32" &&
+      rank.context.config.model != "resnet") {
+    EXPECT_LE(peak, peak_predicted + peak_predicted / 10000)
+        << "peak: measured " << peak << " in " << PhaseName(rank.peak.phase)
+        << ", over the prediction " << peak_predicted << " ("
+        << rank.predicted_peak.what << ")";
+  }
   if (scratch_unpredicted) {
     EXPECT_GE(peak, peak_predicted - peak_predicted * band.peak_percent / 100)
         << "peak: measured " << peak << " in " << PhaseName(rank.peak.phase)
