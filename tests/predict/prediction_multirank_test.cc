@@ -38,11 +38,11 @@ constexpr const char* kCheckpointedAutocast =
     "--train.dtype bf16-autocast --train.activation_checkpointing blocks";
 
 // Where oneDNN's bfloat16 scratchpads are not predicted
-// (prediction_checks.h): every bfloat16 run but GPT's, whose peak they do
-// not reach.
-bool ScratchUnpredicted(const std::string& preset, const std::string& extra) {
-  return extra.find("--train.dtype") != std::string::npos &&
-         preset != "gpt-tiny";
+// (prediction_checks.h): every bfloat16 run, GPT's too (gpt-tiny in
+// bfloat16 at micro-batch 2 measures 4.68% over its prediction at two
+// ranks, 5.24% at one, on an AMX CPU).
+bool ScratchUnpredicted(const std::string& extra) {
+  return extra.find("--train.dtype") != std::string::npos;
 }
 
 // Llama's table earns tighter bands (tests/models/model_test.cc runs its
@@ -66,8 +66,7 @@ TEST_P(TwoRankPrediction, EveryRankMeetsItsPrediction) {
     ExpectPredictionHolds(report,
                           c.preset + " at micro-batch " +
                               std::to_string(c.micro_batch) + " " + c.extra,
-                          ScratchUnpredicted(c.preset, c.extra),
-                          BandOf(c.preset));
+                          ScratchUnpredicted(c.extra), BandOf(c.preset));
   }
   // The printed table carries the error column.
   EXPECT_NE(r.output.find("predicted"), std::string::npos) << r.output;
