@@ -100,6 +100,14 @@ void ValidateLlama(const LlamaConfig& l) {
   RequireSize("llama.num_attention_heads", l.num_attention_heads);
   RequireSize("llama.vocab_size", l.vocab_size);
   RequireSize("llama.seq_len", l.seq_len);
+  // The loss predicts each next token within the sequence (the labels
+  // shifted by one): one token leaves none, and a NaN loss.
+  if (l.seq_len < 2) {
+    throw ConfigError("llama.seq_len",
+                      "llama.seq_len 1 leaves no next token to predict (the "
+                      "loss compares each token with the one after it, "
+                      "within the sequence); use 2 or more");
+  }
   // 0 stands for config.json's null (the default); anything else is a size.
   if (l.num_key_value_heads != 0) {
     RequireSize("llama.num_key_value_heads", l.num_key_value_heads);

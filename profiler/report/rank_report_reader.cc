@@ -450,7 +450,11 @@ std::vector<StepReport> RankReportReader::Steps(
     step.micro_batches = Optional(s, "micro_batches", 1, [&] {
       return Int(s, where, "micro_batches", 1, static_cast<int>(kMaxGradAccum));
     });
-    step.loss = r_.Number(s, where, "loss");
+    // null: the loss was not a number (a diverged run's NaN or infinity,
+    // which JSON cannot hold).
+    step.loss = s.contains("loss") && s["loss"].is_null()
+                    ? std::numeric_limits<double>::quiet_NaN()
+                    : r_.Number(s, where, "loss");
     step.peak_bytes = r_.Bytes(s, where, "peak_bytes");
     step.peak_phase = PhaseOf(s, where, "peak_phase");
     step.peak_seq = Seq(s, where, "peak_seq");

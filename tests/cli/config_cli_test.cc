@@ -373,6 +373,14 @@ TEST_F(ConfigCliTest, BadFlagsAndValuesAreRejected) {
   EXPECT_NE(ErrorOf({"--ddp.backend", "nccl"})
                 .find("ddp.backend nccl needs train.device cuda"),
             std::string::npos);
+  // One token leaves the loss nothing to predict: a NaN loss at every step.
+  const std::string one_token =
+      ErrorOf({"--model", "llama", "--llama.seq_len", "1"});
+  EXPECT_NE(one_token.find("--llama.seq_len: llama.seq_len 1 leaves no next "
+                           "token to predict"),
+            std::string::npos)
+      << one_token;
+  EXPECT_NE(one_token.find("use 2 or more"), std::string::npos) << one_token;
   const std::string path = Write("syntax.ini", "[mlp]\njust words\n");
   EXPECT_NE(ErrorOf({"--config", path}).find(path), std::string::npos);
   for (const char* seed : {"-1", "2147483648"}) {

@@ -6,6 +6,7 @@
 // renders.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -226,6 +227,22 @@ TEST(RankReportReader, ErrorsNameTheFileAndTheJsonPath) {
   EXPECT_NE(InputErrorOf([&] {
               RankReportFromJson(doc, "r0.json");
             }).find("peak.phase: unknown phase 'lunch'"),
+            std::string::npos);
+}
+
+// A diverged run's loss is NaN, which JSON writes as null: read back as NaN
+// (it failed a two-rank run's gathering: "steps[0].loss: expected a
+// number, got null"), and written as null again.
+TEST(RankReportReader, ANullLossIsReadAsNotANumber) {
+  Json doc = OneRankReport();
+  doc["steps"][1]["loss"] = nullptr;
+  const RankReport report = RankReportFromJson(doc, "r0.json");
+  EXPECT_TRUE(std::isnan(report.steps[1].loss));
+  EXPECT_TRUE(Json::parse(ToJson(report).dump())["steps"][1]["loss"].is_null());
+  doc["steps"][1]["loss"] = "1.5";
+  EXPECT_NE(InputErrorOf([&] {
+              RankReportFromJson(doc, "r0.json");
+            }).find("steps[1].loss"),
             std::string::npos);
 }
 
