@@ -86,6 +86,12 @@ std::string Formula(Category c, const Prediction& p, const RunConfig& config) {
                                    HumanBytes(p.buffer_bytes) + ")"
                              : "");
     case Category::kGradients:
+      if (FreshGradientsBesideBuckets(config)) {  // Note [Accumulated ...]
+        return std::to_string(2 * per.weights) + trained + ": one " + element +
+               " gradient per " + (frozen ? "trained parameter" : "parameter") +
+               ", twice in backward: fresh beside its bucket view "
+               "(accumulation, set_to_none, gradient_as_bucket_view)";
+      }
       return e + trained + ": one " + element + " gradient per " +
              (frozen ? "trained parameter" : "parameter");
     case Category::kWeightCasts:

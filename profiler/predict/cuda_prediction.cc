@@ -115,6 +115,12 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
       gradients =
           s.AllocRows(table, RowKind::kParameter, /*trained_only=*/true);
     }
+    // Note [Accumulated bucket views]: fresh gradients beside the buckets
+    // through the last micro-batch's backward.
+    const std::vector<uint64_t> fresh =
+        FreshGradientsBesideBuckets(config)
+            ? s.AllocRows(table, RowKind::kParameter, /*trained_only=*/true)
+            : std::vector<uint64_t>{};
     early_backward = s.model().now();
     s.Free(saved.loss);
     s.Free(casts.loss);
@@ -148,6 +154,7 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
         s.AllocRowsOf(table, RowKind::kWorkspace, is(SizeRow::kNoBlock));
     late_backward = s.model().now();
     s.Free(late);
+    s.Free(fresh);
     s.Free(saved.held);
     s.Free(casts.held);
     // The loss, a scalar that outlives backward (the prediction's optimizer

@@ -85,6 +85,10 @@ struct Prediction {
   SizeTable table;
 };
 
+// Whether backward holds each trained gradient twice, fresh and in its
+// DDP bucket (Note [Accumulated bucket views] in prediction.cc).
+bool FreshGradientsBesideBuckets(const RunConfig& config);
+
 // The prediction for rank `rank` of `config` (micro-batch from
 // MicroBatch()). Ranks differ only under ddp.zero_stage 1, in optimizer
 // state and the optimizer's workspace. Expects a validated config.

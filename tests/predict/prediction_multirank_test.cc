@@ -119,6 +119,10 @@ INSTANTIATE_TEST_SUITE_P(
         TwoRankCase{"gpt-tiny", 2,
                     "--grad-accum 3 --train.dtype bf16-autocast"},
         TwoRankCase{"llama-odd", 2, "--grad-accum 2 --ddp.zero_stage 1"},
+        // Note [Accumulated bucket views]: each gradient twice in backward.
+        TwoRankCase{"gpt-tiny", 2,
+                    "--grad-accum 2 --train.zero_grad_set_to_none true "
+                    "--ddp.gradient_as_bucket_view true --train.optimizer sgd"},
         TwoRankCase{
             "llama-tiny", 2,
             "--grad-accum 2 --lora-rank 4 --lora-targets q_proj,v_proj"}),
