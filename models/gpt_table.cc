@@ -215,15 +215,7 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
   t.Add("log_softmax output", s, {b * T, c.vocab}, "[B*T, V]", f);
   t.Add("nll_loss total_weight", s, {}, "[]", f);
   t.SetBlock(after_blocks, SizeRow::kNoBlock);
-  // The loss's rows, and under autocast the output projection's bfloat16
-  // input and weight, are freed before its gradients (Note [Head
-  // backward]).
-  t.SetBlock(loss_rows, SizeRow::kHead);
-  if (dt.autocast) {
-    for (size_t r = after_blocks; r < loss_rows; ++r) {
-      if (t.rows[r].dtype == lo) t.rows[r].block = SizeRow::kHead;
-    }
-  }
+  MarkFreedBeforeHead(t, after_blocks, loss_rows, dt);
   t.Add("loss", s, {}, "[]", f);
 
   // Backward peaks at its first nodes: nll_loss's gradient and

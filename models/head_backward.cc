@@ -27,4 +27,13 @@ void AddHeadBackward(SizeTable& t, const HeadShape& head, const RowDtypes& dt) {
   t.SetBlock(first, SizeRow::kHead);
 }
 
+void MarkFreedBeforeHead(SizeTable& t, size_t after_blocks, size_t loss_rows,
+                         const RowDtypes& dt) {
+  t.SetBlock(loss_rows, SizeRow::kHead);
+  if (!dt.autocast) return;
+  for (size_t r = after_blocks; r < loss_rows; ++r) {
+    if (t.rows[r].dtype == dt.low) t.rows[r].block = SizeRow::kHead;
+  }
+}
+
 }  // namespace memprof

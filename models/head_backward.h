@@ -3,6 +3,7 @@
 // arithmetic: no tensors.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -43,5 +44,12 @@ struct HeadShape {
 // Adds the kWorkspace rows of Note [Head backward] to `t`, with the
 // gradients train.freeze leaves out (Note [Frozen activations]).
 void AddHeadBackward(SizeTable& t, const HeadShape& head, const RowDtypes& dt);
+
+// Marks the kSaved rows freed before the output projection's gradients
+// (Note [Head backward]): the loss's, rows `loss_rows` on, and under
+// autocast the projection's bfloat16 input and weight copy, the bfloat16
+// rows from `after_blocks` (the first row after the blocks) up to them.
+void MarkFreedBeforeHead(SizeTable& t, size_t after_blocks, size_t loss_rows,
+                         const RowDtypes& dt);
 
 }  // namespace memprof

@@ -335,14 +335,7 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
   }
   t.Add("nll_loss total_weight", s, {}, "[]", f32);
   t.SetBlock(after_layers, SizeRow::kNoBlock);
-  // The loss's rows, and under autocast lm_head's bfloat16 input and
-  // weight, are freed before lm_head's gradients (Note [Head backward]).
-  t.SetBlock(loss_rows, SizeRow::kHead);
-  if (dt.autocast) {
-    for (size_t r = after_layers; r < loss_rows; ++r) {
-      if (t.rows[r].dtype == lo) t.rows[r].block = SizeRow::kHead;
-    }
-  }
+  MarkFreedBeforeHead(t, after_layers, loss_rows, dt);
   t.Add("loss", s, {}, "[]", f32);
 
   // Backward peaks at its first nodes: nll_loss's gradient and

@@ -53,9 +53,7 @@ Json MomentJson(const PredictedMoment& m) {
 // the table has rows for them.
 Json Moments(const Prediction& p) {
   Json moments = Json::array();
-  for (const PredictedMoment* m :
-       {&p.early_backward, &p.head_backward, &p.optimizer_step,
-        &p.block_backward, &p.late_backward}) {
+  for (const PredictedMoment* m : p.Moments()) {
     if (m->phase != Phase::kIdle) moments.push_back(MomentJson(*m));
   }
   return moments;

@@ -3,6 +3,7 @@
 // built. See docs/prediction.md.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -67,10 +68,20 @@ struct Prediction {
   // Late in backward, after every block's, when the table has workspace
   // rows for it (GPT's embeddings); all zero otherwise.
   PredictedMoment late_backward;
+  // Every candidate moment, early backward first (a moment a table has no
+  // rows for is all zero, its phase kIdle).
+  std::array<const PredictedMoment*, 5> Moments() const {
+    return {&early_backward, &head_backward, &optimizer_step, &block_backward,
+            &late_backward};
+  }
+  std::array<PredictedMoment*, 5> Moments() {
+    return {&early_backward, &head_backward, &optimizer_step, &block_backward,
+            &late_backward};
+  }
+  // The largest moment; on a tie, the first.
   const PredictedMoment& Peak() const {
     const PredictedMoment* peak = &early_backward;
-    for (const PredictedMoment* m :
-         {&head_backward, &optimizer_step, &block_backward, &late_backward}) {
+    for (const PredictedMoment* m : Moments()) {
       if (m->Total() > peak->Total()) peak = m;
     }
     return *peak;

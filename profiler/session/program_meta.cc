@@ -131,9 +131,7 @@ Prediction PredictProgram(const RunConfig& config, SizeTable table,
   if (!reducer) {
     const int buckets = Index(Category::kDdpBuckets);
     p.bytes[buckets] = 0;
-    for (PredictedMoment* m :
-         {&p.early_backward, &p.head_backward, &p.optimizer_step,
-          &p.block_backward, &p.late_backward}) {
+    for (PredictedMoment* m : p.Moments()) {
       m->bytes[buckets] = 0;
     }
     p.model_state_bytes_per_parameter =
