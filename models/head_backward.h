@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "models/size_table.h"
 
@@ -29,16 +30,38 @@ namespace memprof {
 //   larger whenever this one outweighs early backward.
 // The two [B*T, V] of early backward grow with the micro-batch, the [V, d]
 // here do not: where d outweighs B*T (one short sequence per rank) this is
-// the step's peak. llama-odd (d = 48, T = 17) at micro-batch 1 in float32
-// measured it 8.57 KiB over early backward, to the byte; bf16-autocast,
-// with ONEDNN_MAX_CPU_ISA=AVX2 (no oneDNN scratchpads), 276 B over. Rows
-// block SizeRow::kHead: the kSaved rows freed before it, the kWorkspace
-// rows live in it.
+// the step's peak. The MLP's last Linear is the same moment, one row per
+// sample (T = 1) and a bias: its bias's gradient [O] beside the rest; an
+// MLP with a wide output under SGD (no optimizer-step moment to hide it)
+// measured it 26.26% over early backward. Under autocast its input is
+// the last ReLU's bfloat16 output: the input's gradient stays bfloat16.
+// llama-odd (d = 48, T = 17) at micro-batch 1 in float32 measured it 8.57 KiB
+// over early backward, to the byte; bf16-autocast, with ONEDNN_MAX_CPU_ISA=AVX2
+// (no oneDNN scratchpads), 276 B over. Rows block SizeRow::kHead: the kSaved
+// rows freed before it, the kWorkspace rows live in it.
 struct HeadShape {
+  HeadShape(int64_t b, int64_t T, int64_t d, int64_t V, std::string weight,
+            std::string upstream, Dtype loss)
+      : b(b),
+        T(T),
+        d(d),
+        V(V),
+        weight(std::move(weight)),
+        upstream(std::move(upstream)),
+        loss(loss) {}
   int64_t b = 0, T = 0, d = 0, V = 0;
   std::string weight;    // the projection's weight (a tied one's embedding)
   std::string upstream;  // the last parameter before it in the forward
   Dtype loss = Dtype::kFloat32;  // the loss's (its gradient's) dtype
+  std::string bias;              // its bias; "": none
+  // The symbols of d and V in the terms; per_token: rows are [B, T]
+  // (GPT, Llama), else [B] (the MLP, T = 1).
+  std::string d_symbol = "d", V_symbol = "V";
+  bool per_token = true;
+  // bf16-autocast: its input is a bfloat16 copy of a float32 tensor (GPT's
+  // ln_f output, Llama's norm), so the input's gradient is copied back to
+  // float32; false: a bfloat16 tensor already (the MLP's last ReLU output).
+  bool cast_input = true;
 };
 
 // Adds the kWorkspace rows of Note [Head backward] to `t`, with the

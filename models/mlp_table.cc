@@ -1,6 +1,7 @@
 // The MLP's size table (models/mlp.h builds the module).
 #include <string>
 
+#include "models/head_backward.h"
 #include "models/size_table.h"
 
 namespace memprof {
@@ -69,6 +70,7 @@ SizeTable MlpSizeTable(const MlpConfig& c, int64_t b, Precision precision) {
   t.Add("log_softmax output", s, {b, c.output}, "[B, O]", dt.state);
   t.Add("nll_loss total_weight", s, {}, "[]", dt.state);
   t.SetBlock(after_blocks, SizeRow::kNoBlock);
+  MarkFreedBeforeHead(t, after_blocks, after_blocks, dt);
   t.Add("loss", s, {}, "[]", dt.state);
 
   // Note [MLP under autocast]
@@ -88,8 +90,10 @@ SizeTable MlpSizeTable(const MlpConfig& c, int64_t b, Precision precision) {
       if (i > 0) {
         t.Add(name + ".weight's bfloat16 copy", w, {out, c.hidden},
               "[" + o + ", H]", dt.low);
+        // The last one is freed before its layer's weight gradient's
+        // float32 copy is made (Note [Head backward]).
         t.SetBlock(t.rows.size() - 1,
-                   last ? SizeRow::kNoBlock : static_cast<int32_t>(2 * i));
+                   last ? SizeRow::kHead : static_cast<int32_t>(2 * i));
       }
       t.Add(name + ".bias's bfloat16 copy", w, {out}, "[" + o + "]", dt.low);
       t.SetBlock(t.rows.size() - 1, SizeRow::kForwardOnly);
@@ -102,6 +106,15 @@ SizeTable MlpSizeTable(const MlpConfig& c, int64_t b, Precision precision) {
         dt.state);
   t.Add("log_softmax gradient", RowKind::kWorkspace, {b, c.output}, "[B, O]",
         dt.state);
+  // Then the last Linear's (Note [Head backward]).
+  HeadShape head(b, 1, width, c.output, last + ".weight",
+                 param(c.depth - 1, "bias"), dt.state);
+  head.bias = last + ".bias";
+  head.d_symbol = width_terms;
+  head.V_symbol = "O";
+  head.per_token = false;
+  head.cast_input = false;
+  AddHeadBackward(t, head, dt);
   // Hidden layer i's backward, at its Linear: the gradient into its ReLU
   // and out of it, the weight's and bias's fresh gradients (added into
   // .grad after; with SGD the step peaks here), and the loss's gradient.
