@@ -58,6 +58,12 @@ namespace memprof {
 // inputs of the blocks after i have been freed. Block L-1 reruns first,
 // with every input still held: activations peak there. The loss is held by
 // the loop throughout.
+namespace {
+// A block's backward stages (Note [Block stages]), in the order backward
+// reaches them.
+constexpr int32_t kCProj = 0, kGelu = 1, kSoftmax = 2;
+}  // namespace
+
 SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
                        Precision precision) {
   const RowDtypes dt(precision);
@@ -146,32 +152,49 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
       t.NeededWhen(qkv);
       t.Add(n + "attn dropout output", own, {b, h, T, T}, "[B, h, T, T]", lo);
       t.NeededWhen(qkv);
+      t.FreedAfter(kGelu);  // by att @ v's backward
     }
     t.Add(n + "attn v copy", own, {b * h, T, hd}, "[B*h, T, d/h]", lo);
     t.NeededWhen(qkv);
+    // Freed by att @ v's backward, before softmax's: at B = 1 the reshape
+    // makes no copy, and q, k and v are views of c_attn's output, held
+    // until q @ k^T's backward.
+    if (b > 1) t.FreedAfter(kGelu);
+    // Freed before the attention's stage (Note [Block stages]): what the
+    // MLP's and ln_2's nodes and the attention's c_proj saved.
     t.Add(n + "attn heads (c_proj input)", own, {b, T, d}, "[B, T, d]", lo);
     t.NeededWhen("", {n + "attn.c_proj.weight"});
+    t.FreedAfter(kGelu);
     if (dropout) {
       t.Add(n + "attn residual dropout noise", own, {b, T, d}, "[B, T, d]", lo);
       t.NeededWhen(n + "attn.c_proj.bias");
+      t.FreedAfter(kGelu);
     }
     t.Add(n + "ln_2 input (residual)", own, {b, T, d}, "[B, T, d]", f);
     t.NeededWhen(n + "ln_2.bias");
+    t.FreedAfter(kGelu);
     t.Add(n + "ln_2 mean", own, {b, T, 1}, "[B, T, 1]", f);
     t.NeededWhen(n + "ln_2.bias");
+    t.FreedAfter(kGelu);
     t.Add(n + "ln_2 rstd", own, {b, T, 1}, "[B, T, 1]", f);
     t.NeededWhen(n + "ln_2.bias");
+    t.FreedAfter(kGelu);
     t.Add(n + ln_out(2, "c_fc"), own, {b, T, d}, "[B, T, d]", lo);
     t.NeededWhen("", {n + "mlp.c_fc.weight"});
+    t.FreedAfter(kGelu);
     t.Add(n + "mlp c_fc output (gelu input)", own, {b, T, 4 * d}, "[B, T, 4d]",
           lo);
     t.NeededWhen(n + "mlp.c_fc.bias");
+    t.FreedAfter(kGelu);
+    // Freed by c_proj's backward, before the gelu's.
     t.Add(n + "mlp gelu output (c_proj input)", own, {b, T, 4 * d},
           "[B, T, 4d]", lo);
     t.NeededWhen("", {n + "mlp.c_proj.weight"});
+    t.FreedAfter(kCProj);
     if (dropout) {
       t.Add(n + "mlp residual dropout noise", own, {b, T, d}, "[B, T, d]", lo);
       t.NeededWhen(n + "mlp.c_proj.bias");
+      t.FreedAfter(kCProj);
     }
     if (checkpoint_blocks) {
       t.Add(n + "rerun output", own, {b, T, d}, "[B, T, d]", f);
@@ -234,6 +257,8 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
   // tensors are still held, the rows after the blocks freed. At a small
   // micro-batch it is the step's peak: at gpt-tiny's micro-batch 1 the two
   // [V, d] gradients outweigh early backward's two [B*T, V] ones.
+  t.stages = {"at its MLP's c_proj", "at its MLP's gelu",
+              "in its attention's backward"};
   for (int32_t i = 0; i < t.blocks; ++i) {
     const std::string n = "h." + std::to_string(i) + " backward: ";
     const std::string l = "h." + std::to_string(i) + ".";
@@ -252,6 +277,50 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
     t.NeededWhen("", {"wte.weight"});
     t.Add(n + "loss gradient", w, {}, "[]", f);
     t.NeededWhen(l + "mlp.c_proj.bias");
+    // The gelu's: its output's gradient (c_proj's input gradient) and its
+    // input's, c_proj's saved input freed (and, with c_proj's weight
+    // frozen, never kept: then this stage outweighs c_proj's).
+    const size_t gelu = t.rows.size();
+    t.Add(n + "gradient into the block", w, {b, T, d}, "[B, T, d]", f);
+    t.NeededWhen(l + "mlp.c_proj.bias");
+    for (const char* what : {"gelu output gradient", "gelu input gradient"}) {
+      t.Add(n + what, w, {b, T, 4 * d}, "[B, T, 4d]", lo);
+      t.NeededWhen(l + "mlp.c_fc.bias");
+    }
+    t.Add(n + "wte gradient from the output projection", w, {c.vocab, d},
+          "[V, d]", f);
+    t.NeededWhen("", {"wte.weight"});
+    t.Add(n + "loss gradient", w, {}, "[]", f);
+    t.NeededWhen(l + "mlp.c_proj.bias");
+    t.SetStage(gelu, kGelu);
+    // The attention's matmuls and softmax, the MLP's and ln_2's saved rows
+    // freed: the heads' gradient reshaped for the matmul, the
+    // probabilities' gradient and the scores' (softmax's backward; with
+    // dropout, first the dropout's backward, its output freed and its noise
+    // still held, the larger moment).
+    const size_t softmax = t.rows.size();
+    t.Add(n + "gradient into the block", w, {b, T, d}, "[B, T, d]", f);
+    t.NeededWhen(l + "mlp.c_proj.bias");
+    if (checkpoint_blocks) {
+      // The checkpoint holds the gradient into the block through the
+      // rerun's backward, so the residual's gradient (ln_2's added in) is
+      // a new tensor beside it.
+      t.Add(n + "residual gradient", w, {b, T, d}, "[B, T, d]", f);
+      t.NeededWhen(l + "attn.c_attn.bias");
+    }
+    t.Add(n + "attn heads gradient, reshaped", w, {b, T, d}, "[B, T, d]", lo);
+    t.NeededWhen(l + "attn.c_attn.bias");
+    for (const char* what :
+         {"attn probabilities gradient", "attn scores gradient"}) {
+      t.Add(n + what, w, {b, h, T, T}, "[B, h, T, T]", lo);
+      t.NeededWhen(l + "attn.c_attn.bias");
+    }
+    t.Add(n + "wte gradient from the output projection", w, {c.vocab, d},
+          "[V, d]", f);
+    t.NeededWhen("", {"wte.weight"});
+    t.Add(n + "loss gradient", w, {}, "[]", f);
+    t.NeededWhen(l + "mlp.c_proj.bias");
+    t.SetStage(softmax, kSoftmax);
     t.SetBlock(first, i);
   }
 

@@ -115,6 +115,12 @@ void SizeTable::SetBlock(size_t first, int32_t block) {
   for (size_t r = first; r < rows.size(); ++r) rows[r].block = block;
 }
 
+void SizeTable::SetStage(size_t first, int32_t stage) {
+  for (size_t r = first; r < rows.size(); ++r) rows[r].stage = stage;
+}
+
+void SizeTable::FreedAfter(int32_t stage) { rows.back().freed_after = stage; }
+
 void SizeTable::SetScope(size_t first, const std::string& scope) {
   for (size_t r = first; r < rows.size(); ++r) rows[r].scope = scope;
 }

@@ -97,6 +97,13 @@ struct SizeRow {
   static constexpr int32_t kNoBlock = INT32_MAX;
   static constexpr int32_t kHead = INT32_MAX - 1;
   static constexpr int32_t kForwardOnly = INT32_MIN;  // kWeightCast rows
+  // Note [Block stages]: a kWorkspace row of a block is live in stage
+  // `stage` of the block's backward; a kSaved or kRecomputed row of a
+  // block is held through stage `freed_after` of it (kWholeBlock: through
+  // its whole backward).
+  int32_t stage = 0;
+  int32_t freed_after = kWholeBlock;
+  static constexpr int32_t kWholeBlock = INT32_MAX;
   // The named scope whose forward allocates the row: a block's
   // parameter-name prefix ("h.3"), as the model names the scope it runs
   // the block in (models/scope_observer.h); "": outside every block. It
@@ -150,6 +157,21 @@ struct SizeTable {
   // checkpointed blocks, GPT's blocks, Llama's layers, or the MLP's hidden
   // layers; 0: none.
   int32_t blocks = 0;
+  // Note [Block stages]
+  // A block's backward runs node by node: its saved tensors are freed as
+  // the nodes that saved them finish, and the gradients each node makes
+  // differ. Which node peaks depends on the shapes and on what is frozen
+  // (a frozen weight makes no gradient and keeps no input), so a table
+  // gives each block the same stages, in the order backward reaches them,
+  // each a predicted moment: its kWorkspace rows (SizeRow::stage) beside
+  // the block's saved rows not yet freed (SizeRow::freed_after) and every
+  // earlier block's. Empty: one stage, 0. The prediction takes the
+  // busiest (block, stage).
+  std::vector<std::string> stages;
+  // The rows added since row `first` are live in stage `stage`.
+  void SetStage(size_t first, int32_t stage);
+  // The last row added is freed after stage `stage` of its block.
+  void FreedAfter(int32_t stage);
   // The largest single parameter tensor, in bytes; `trained`: of the
   // trained ones only.
   int64_t LargestParameterBytes(bool trained = false) const;

@@ -23,13 +23,13 @@ class Sequence {
     }
     return blocks;
   }
-  // The rows of `kind` whose SizeRow::block satisfies `in`.
+  // The rows of `kind` that satisfy `in`.
   template <typename In>
   std::vector<uint64_t> AllocRowsOf(const SizeTable& table, RowKind kind,
                                     const In& in) {
     std::vector<uint64_t> blocks;
     for (const SizeRow& row : table.rows) {
-      if (row.kind != kind || row.Bytes() == 0 || !in(row.block)) continue;
+      if (row.kind != kind || row.Bytes() == 0 || !in(row)) continue;
       blocks.push_back(Alloc(row.Bytes()));
     }
     return blocks;
@@ -72,12 +72,19 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
   std::vector<uint64_t> gradients, state;
   CudaAllocatorFigures early_backward, head_backward, block_backward,
       late_backward, optimizer_step;
-  const int32_t busiest = p.busiest_block;
+  const int32_t busiest = p.busiest_block, stage = p.busiest_stage;
   const auto is = [](int32_t block) {
-    return [block](int32_t b) { return b == block; };
+    return [block](const SizeRow& row) { return row.block == block; };
   };
-  const auto in_blocks = [](int32_t from, int32_t to) {
-    return [from, to](int32_t b) { return b >= from && b <= to; };
+  // The busiest block's rows freed before its busiest stage (Note [Block
+  // stages]).
+  const auto freed_before_stage = [busiest, stage](const SizeRow& row) {
+    return row.block == busiest && row.freed_after < stage;
+  };
+  const auto in_blocks = [&](int32_t from, int32_t to) {
+    return [from, to, freed_before_stage](const SizeRow& row) {
+      return row.block >= from && row.block <= to && !freed_before_stage(row);
+    };
   };
   for (int step = 1; step <= 2; ++step) {
     if (step == 2) {
@@ -93,10 +100,11 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
     // (up to and after the busiest block), freed before the blocks', or
     // before the output projection's gradients (Note [Head backward]).
     struct Held {
-      std::vector<uint64_t> held, below, above, head, loss;
+      std::vector<uint64_t> held, before_stage, below, above, head, loss;
     };
     const auto hold = [&](RowKind kind) {
       return Held{s.AllocRowsOf(table, kind, is(-1)),
+                  s.AllocRowsOf(table, kind, freed_before_stage),
                   s.AllocRowsOf(table, kind, in_blocks(0, busiest)),
                   s.AllocRowsOf(table, kind,
                                 in_blocks(busiest + 1, SizeRow::kHead - 1)),
@@ -136,12 +144,19 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
     s.Free(casts.above);
     // The busiest block's backward (a checkpointed block's after its rerun).
     if (busiest >= 0) {
-      const std::vector<uint64_t> rerun =
-          s.AllocRowsOf(table, RowKind::kRecomputed, is(busiest));
+      const std::vector<uint64_t> rerun_early =
+          s.AllocRowsOf(table, RowKind::kRecomputed, freed_before_stage);
+      const std::vector<uint64_t> rerun = s.AllocRowsOf(
+          table, RowKind::kRecomputed, in_blocks(busiest, busiest));
       const std::vector<uint64_t> rerun_casts =
           s.AllocRowsOf(table, RowKind::kRecomputedCast, is(busiest));
-      const std::vector<uint64_t> its =
-          s.AllocRowsOf(table, RowKind::kWorkspace, is(busiest));
+      // Its stages before the busiest freed what they held.
+      s.Free(rerun_early);
+      s.Free(saved.before_stage);
+      const std::vector<uint64_t> its = s.AllocRowsOf(
+          table, RowKind::kWorkspace, [busiest, stage](const SizeRow& row) {
+            return row.block == busiest && row.stage == stage;
+          });
       block_backward = s.model().now();
       s.Free(its);
       s.Free(rerun_casts);

@@ -48,24 +48,30 @@ class Sizes {
     }
     return sum;
   }
-  // The workspace early in backward, or in checkpointed block `block`'s.
-  int64_t Workspace(int32_t block = SizeRow::kEveryBlock) const {
+  // The workspace early in backward, or in stage `stage` of block
+  // `block`'s (Note [Block stages]).
+  int64_t Workspace(int32_t block = SizeRow::kEveryBlock,
+                    int32_t stage = 0) const {
     int64_t sum = 0;
     for (const SizeRow& row : table_.rows) {
-      if (row.kind == RowKind::kWorkspace && row.block == block) {
+      if (row.kind == RowKind::kWorkspace && row.block == block &&
+          row.stage == stage) {
         sum += Of(row.Bytes());
       }
     }
     return sum;
   }
-  // Activations in the backward of checkpointed block `block`, just after
-  // its rerun (Note [Checkpointed activations]): the kSaved rows still held
-  // and the block's kRecomputed rows.
-  int64_t InBackwardOf(int32_t block) const {
+  // Activations in stage `stage` of block `block`'s backward (Note [Block
+  // stages]; a checkpointed one's just after its rerun, Note [Checkpointed
+  // activations]): the kSaved rows still held and the block's kRecomputed
+  // rows not yet freed.
+  int64_t InBackwardOf(int32_t block, int32_t stage = 0) const {
     int64_t sum = 0;
     for (const SizeRow& row : table_.rows) {
-      if ((row.kind == RowKind::kSaved && row.block <= block) ||
-          (row.kind == RowKind::kRecomputed && row.block == block)) {
+      const bool held =
+          row.block < block || (row.block == block && row.freed_after >= stage);
+      if ((row.kind == RowKind::kSaved && held) ||
+          (row.kind == RowKind::kRecomputed && row.block == block && held)) {
         sum += Of(row.Bytes());
       }
     }
@@ -279,31 +285,42 @@ Prediction PredictFromTable(const RunConfig& config, SizeTable table,
   p.zero.stage3_bytes = shard(w) + shard(g) + shard(o);
   p.zero.duplicated_bytes = (n - 1) * (w + g + o);
 
-  // Each block's backward (a checkpointed one just after its rerun); the
-  // one with the most live (the first rerun, for GPT).
+  // Each block's backward (a checkpointed one just after its rerun), at
+  // each of its stages (Note [Block stages]); the busiest (the first
+  // rerun, for GPT).
   if (t.blocks > 0) {
-    auto live = [&sizes](int32_t block) {
-      return sizes.InBackwardOf(block) + sizes.Workspace(block) +
+    const auto stages =
+        static_cast<int32_t>(std::max<size_t>(1, t.stages.size()));
+    auto live = [&sizes](int32_t block, int32_t stage) {
+      return sizes.InBackwardOf(block, stage) + sizes.Workspace(block, stage) +
              sizes.CastsInBackward(block);
     };
-    int32_t busiest = 0;
-    for (int32_t block = 1; block < t.blocks; ++block) {
-      if (live(block) > live(busiest)) busiest = block;
+    int32_t busiest = 0, stage = 0;
+    for (int32_t block = 0; block < t.blocks; ++block) {
+      for (int32_t k = 0; k < stages; ++k) {
+        if (live(block, k) > live(busiest, stage)) {
+          busiest = block;
+          stage = k;
+        }
+      }
     }
     const bool checkpointed = config.train.activation_checkpointing == "blocks";
+    const std::string at =
+        t.stages.empty() ? std::string() : ", " + t.stages[stage];
     p.busiest_block = busiest;
+    p.busiest_stage = stage;
     p.block_backward = MomentOf(
         Phase::kBackward,
         checkpointed
-            ? "backward of checkpointed block " + std::to_string(busiest) +
+            ? "backward of checkpointed block " + std::to_string(busiest) + at +
                   ", just after its rerun: the blocks' inputs held "
                   "until then, the block's saved tensors and its "
                   "backward's workspace rows"
-            : "backward of block " + std::to_string(busiest) +
+            : "backward of block " + std::to_string(busiest) + at +
                   ": the saved tensors still held and its "
                   "workspace rows",
-        backward_state, sizes.InBackwardOf(busiest), sizes.Workspace(busiest),
-        sizes.CastsInBackward(busiest));
+        backward_state, sizes.InBackwardOf(busiest, stage),
+        sizes.Workspace(busiest, stage), sizes.CastsInBackward(busiest));
   }
 
   // Late in backward: the rows outside the blocks still saved, and the

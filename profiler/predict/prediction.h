@@ -65,6 +65,7 @@ struct Prediction {
   // activations]; the MLP's hidden layers); all zero without.
   PredictedMoment block_backward;
   int32_t busiest_block = -1;  // block_backward's block; -1: none
+  int32_t busiest_stage = 0;   // its stage (Note [Block stages])
   // Late in backward, after every block's, when the table has workspace
   // rows for it (GPT's embeddings); all zero otherwise.
   PredictedMoment late_backward;
