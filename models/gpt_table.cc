@@ -61,7 +61,7 @@ namespace memprof {
 namespace {
 // A block's backward stages (Note [Block stages]), in the order backward
 // reaches them.
-constexpr int32_t kCProj = 0, kGelu = 1, kSoftmax = 2;
+constexpr int32_t kCProj = 0, kGelu = 1, kCFc = 2, kAttention = 3;
 }  // namespace
 
 SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
@@ -152,36 +152,37 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
       t.NeededWhen(qkv);
       t.Add(n + "attn dropout output", own, {b, h, T, T}, "[B, h, T, T]", lo);
       t.NeededWhen(qkv);
-      t.FreedAfter(kGelu);  // by att @ v's backward
+      t.FreedAfter(kCFc);  // by att @ v's backward
     }
     t.Add(n + "attn v copy", own, {b * h, T, hd}, "[B*h, T, d/h]", lo);
     t.NeededWhen(qkv);
     // Freed by att @ v's backward, before softmax's: at B = 1 the reshape
     // makes no copy, and q, k and v are views of c_attn's output, held
     // until q @ k^T's backward.
-    if (b > 1) t.FreedAfter(kGelu);
+    if (b > 1) t.FreedAfter(kCFc);
     // Freed before the attention's stage (Note [Block stages]): what the
-    // MLP's and ln_2's nodes and the attention's c_proj saved.
+    // MLP's and ln_2's nodes and the attention's c_proj saved; the gelu's
+    // and c_proj's before that.
     t.Add(n + "attn heads (c_proj input)", own, {b, T, d}, "[B, T, d]", lo);
     t.NeededWhen("", {n + "attn.c_proj.weight"});
-    t.FreedAfter(kGelu);
+    t.FreedAfter(kCFc);
     if (dropout) {
       t.Add(n + "attn residual dropout noise", own, {b, T, d}, "[B, T, d]", lo);
       t.NeededWhen(n + "attn.c_proj.bias");
-      t.FreedAfter(kGelu);
+      t.FreedAfter(kCFc);
     }
     t.Add(n + "ln_2 input (residual)", own, {b, T, d}, "[B, T, d]", f);
     t.NeededWhen(n + "ln_2.bias");
-    t.FreedAfter(kGelu);
+    t.FreedAfter(kCFc);
     t.Add(n + "ln_2 mean", own, {b, T, 1}, "[B, T, 1]", f);
     t.NeededWhen(n + "ln_2.bias");
-    t.FreedAfter(kGelu);
+    t.FreedAfter(kCFc);
     t.Add(n + "ln_2 rstd", own, {b, T, 1}, "[B, T, 1]", f);
     t.NeededWhen(n + "ln_2.bias");
-    t.FreedAfter(kGelu);
+    t.FreedAfter(kCFc);
     t.Add(n + ln_out(2, "c_fc"), own, {b, T, d}, "[B, T, d]", lo);
     t.NeededWhen("", {n + "mlp.c_fc.weight"});
-    t.FreedAfter(kGelu);
+    t.FreedAfter(kCFc);
     t.Add(n + "mlp c_fc output (gelu input)", own, {b, T, 4 * d}, "[B, T, 4d]",
           lo);
     t.NeededWhen(n + "mlp.c_fc.bias");
@@ -257,7 +258,7 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
   // tensors are still held, the rows after the blocks freed. At a small
   // micro-batch it is the step's peak: at gpt-tiny's micro-batch 1 the two
   // [V, d] gradients outweigh early backward's two [B*T, V] ones.
-  t.stages = {"at its MLP's c_proj", "at its MLP's gelu",
+  t.stages = {"at its MLP's c_proj", "at its MLP's gelu", "at its MLP's c_fc",
               "in its attention's backward"};
   for (int32_t i = 0; i < t.blocks; ++i) {
     const std::string n = "h." + std::to_string(i) + " backward: ";
@@ -293,6 +294,25 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
     t.Add(n + "loss gradient", w, {}, "[]", f);
     t.NeededWhen(l + "mlp.c_proj.bias");
     t.SetStage(gelu, kGelu);
+    // c_fc's: the gelu's input gradient, c_fc's weight and input
+    // gradients, the gelu's saved input freed. With c_proj's weight frozen
+    // the gelu's output was never kept, and where d outweighs B*T this
+    // stage outweighs c_proj's.
+    const size_t c_fc = t.rows.size();
+    t.Add(n + "gradient into the block", w, {b, T, d}, "[B, T, d]", f);
+    t.NeededWhen(l + "mlp.c_proj.bias");
+    t.Add(n + "gelu input gradient", w, {b, T, 4 * d}, "[B, T, 4d]", lo);
+    t.NeededWhen(l + "mlp.c_fc.bias");
+    t.Add(n + "mlp c_fc weight gradient", w, {4 * d, d}, "[4d, d]", f);
+    t.NeededWhen("", {l + "mlp.c_fc.weight"});
+    t.Add(n + "mlp c_fc input gradient", w, {b, T, d}, "[B, T, d]", lo);
+    t.NeededWhen(l + "ln_2.bias");
+    t.Add(n + "wte gradient from the output projection", w, {c.vocab, d},
+          "[V, d]", f);
+    t.NeededWhen("", {"wte.weight"});
+    t.Add(n + "loss gradient", w, {}, "[]", f);
+    t.NeededWhen(l + "mlp.c_proj.bias");
+    t.SetStage(c_fc, kCFc);
     // The attention's matmuls and softmax, the MLP's and ln_2's saved rows
     // freed: the heads' gradient reshaped for the matmul, the
     // probabilities' gradient and the scores' (softmax's backward; with
@@ -320,7 +340,7 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
     t.NeededWhen("", {"wte.weight"});
     t.Add(n + "loss gradient", w, {}, "[]", f);
     t.NeededWhen(l + "mlp.c_proj.bias");
-    t.SetStage(softmax, kSoftmax);
+    t.SetStage(softmax, kAttention);
     t.SetBlock(first, i);
   }
 

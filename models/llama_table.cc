@@ -63,14 +63,15 @@ namespace memprof {
 // copies again, held during its backward (kRecomputedCast).
 //
 // Note [Llama backward moments]
-// A layer's backward begins in its MLP, where it peaks: at down_proj's
-// backward (the gradient flowing into the layer [B, T, d], down_proj's
-// input gradient [B, T, I] and weight gradient [d, I]), or a node later,
-// at silu x up's backward, whose two input gradients [B, T, I] are live
-// with the gradient into the layer while down_proj's input gradient takes
-// the place of down_proj's saved input, freed by then (the rows count the
-// saved input as still held, and not the gradient: the same bytes).
-// The second is the larger unless d weighs more than B*T (in bytes).
+// A layer's backward begins in its MLP, where it peaks, at one of two
+// stages (Note [Block stages]): down_proj's backward (the gradient flowing
+// into the layer [B, T, d], down_proj's input gradient [B, T, I] and
+// weight gradient [d, I]), or a node later, silu x up's backward, whose
+// two input gradients [B, T, I] are live beside down_proj's input
+// gradient and the gradient into the layer, down_proj's saved input freed.
+// The second is the larger unless d weighs more than B*T (in bytes), or
+// down_proj's weight is frozen: then it keeps no input and makes no
+// weight gradient, and the second is always the larger.
 // With a tied head, lm_head's gradient of the embedding [V, d] waits in
 // autograd's input buffer through every layer's backward.
 //
@@ -79,6 +80,11 @@ namespace memprof {
 // input [B, T, d] (in bfloat16 when the model is); the rerun saves the
 // layer's rows again, except its input_layernorm input where that is the
 // kept input itself (float32 residuals), plus the rerun's output.
+namespace {
+// A layer's backward stages (Note [Block stages]).
+constexpr int32_t kDownProj = 0, kSiluTimesUp = 1;
+}  // namespace
+
 SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
                          bool checkpoint_blocks, Precision precision) {
   const RowDtypes dt(precision);
@@ -274,6 +280,7 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
     t.Add(n + "mlp silu x up (down_proj input)", own, {b, T, I}, "[B, T, I]",
           lo);
     t.NeededWhen("", {n + "mlp.down_proj.weight"});
+    t.FreedAfter(kDownProj);
     if (checkpoint_blocks) {
       t.Add(n + "rerun output", own, {b, T, d}, "[B, T, d]", f);
     }
@@ -347,6 +354,7 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
   AddHeadBackward(t, {b, T, d, V, head, "model.norm.weight", f32}, dt);
   // Each layer's backward peaks in its MLP (Note [Llama backward
   // moments]).
+  t.stages = {"at its MLP's down_proj", "at its MLP's silu x up"};
   for (int32_t i = 0; i < t.blocks; ++i) {
     const std::string n = "model.layers." + std::to_string(i) + " backward: ";
     const auto w = RowKind::kWorkspace;
@@ -355,25 +363,31 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
     const std::string runs = params_of(l, kDown, kDown).back();
     const std::string post_norm = l + "post_attention_layernorm.weight";
     const size_t first = t.rows.size();
-    t.Add(n + "gradient into the layer", w, {b, T, d}, "[B, T, d]", f);
-    t.NeededWhen(runs);
-    if (DtypeBytes(f) * d > DtypeBytes(lo) * b * T) {
-      t.Add(n + "down_proj input gradient", w, {b, T, I}, "[B, T, I]", lo);
-      t.NeededWhen(before(l + "mlp.down_proj.weight"));
-      t.Add(n + "down_proj weight gradient", w, {d, I}, "[d, I]", f);
-      t.NeededWhen("", {l + "mlp.down_proj.weight"});
-    } else {
-      t.Add(n + "silu output gradient", w, {b, T, I}, "[B, T, I]", lo);
-      t.NeededWhen(post_norm, params_of(l, kGate, kGate));
-      t.Add(n + "up_proj output gradient", w, {b, T, I}, "[B, T, I]", lo);
-      t.NeededWhen(post_norm, params_of(l, kUp, kUp));
-    }
-    if (c.tie_word_embeddings) {
-      t.Add(n + "embed_tokens gradient from lm_head", w, {V, d}, "[V, d]", f);
-      t.NeededWhen("", {"model.embed_tokens.weight"});
-    }
-    t.Add(n + "loss gradient", w, {}, "[]", f32);
-    t.NeededWhen(runs);
+    // Beside each stage's own rows.
+    const auto through_the_layer = [&] {
+      t.Add(n + "gradient into the layer", w, {b, T, d}, "[B, T, d]", f);
+      t.NeededWhen(runs);
+      if (c.tie_word_embeddings) {
+        t.Add(n + "embed_tokens gradient from lm_head", w, {V, d}, "[V, d]", f);
+        t.NeededWhen("", {"model.embed_tokens.weight"});
+      }
+      t.Add(n + "loss gradient", w, {}, "[]", f32);
+      t.NeededWhen(runs);
+    };
+    through_the_layer();
+    t.Add(n + "down_proj input gradient", w, {b, T, I}, "[B, T, I]", lo);
+    t.NeededWhen(before(l + "mlp.down_proj.weight"));
+    t.Add(n + "down_proj weight gradient", w, {d, I}, "[d, I]", f);
+    t.NeededWhen("", {l + "mlp.down_proj.weight"});
+    const size_t product = t.rows.size();
+    through_the_layer();
+    t.Add(n + "down_proj input gradient", w, {b, T, I}, "[B, T, I]", lo);
+    t.NeededWhen(before(l + "mlp.down_proj.weight"));
+    t.Add(n + "silu output gradient", w, {b, T, I}, "[B, T, I]", lo);
+    t.NeededWhen(post_norm, params_of(l, kGate, kGate));
+    t.Add(n + "up_proj output gradient", w, {b, T, I}, "[B, T, I]", lo);
+    t.NeededWhen(post_norm, params_of(l, kUp, kUp));
+    t.SetStage(product, kSiluTimesUp);
     t.SetBlock(first, i);
   }
   // Late in backward, at the embedding: its gradient [V, d] (with a tied
