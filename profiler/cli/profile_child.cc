@@ -1,10 +1,12 @@
 #include "profiler/cli/profile_child.h"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 
@@ -51,8 +53,15 @@ int RunProcess(std::vector<std::string> words, const std::string& log_path) {
   if (log < 0) {
     throw RunFailure("cannot write " + log_path + ": " + std::strerror(errno));
   }
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {
+    // Stopped with its parent: a sweep or fit --measure killed or
+    // interrupted must not leave its run training (and writing into the
+    // directory a rerun will use). SIGTERM, so that the run's launcher
+    // stops its ranks; the same if the parent died before this line.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(128 + SIGTERM);
     ::dup2(log, STDOUT_FILENO);
     ::dup2(log, STDERR_FILENO);
     ::execv(exe.c_str(), argv.data());
