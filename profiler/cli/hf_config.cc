@@ -17,7 +17,9 @@ constexpr const char* kRemedy =
     "Hugging Face repository as published";
 constexpr const char* kSupported =
     "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel";
-constexpr int64_t kMaxSize = std::numeric_limits<int64_t>::max();
+// A config's integers are at most 2^31 - 1 (docs/reference.md): a larger
+// size is refused here, naming the field, not later naming the key.
+constexpr int64_t kMaxSize = std::numeric_limits<int32_t>::max();
 
 // Mixture-of-experts fields of the config classes that have them.
 constexpr const char* kMoeFields[] = {
@@ -33,16 +35,30 @@ bool Has(const Json& doc, const char* field) {
 // Whether a Qwen2 config with use_sliding_window true has a layer that
 // slides, as Qwen2Config decides: its "layer_types" when given, else the
 // layers from max_window_layers on (28 when absent).
+// "layer_types" must name each layer's attention, one per layer.
 bool Qwen2Slides(const Json& doc, const JsonReader& reader) {
-  if (Has(doc, "layer_types")) {
-    const Json& types = reader.Array(doc, "", "layer_types");
-    for (size_t i = 0; i < types.size(); ++i) {
-      if (types[i] == "sliding_attention") return true;
-    }
-    return false;
-  }
   const int64_t layers =
       reader.Integer(doc, "", "num_hidden_layers", 1, kMaxSize);
+  if (Has(doc, "layer_types")) {
+    const Json& types = reader.Array(doc, "", "layer_types");
+    if (static_cast<int64_t>(types.size()) != layers) {
+      reader.Fail("layer_types",
+                  "expected one entry per layer (num_hidden_layers " +
+                      std::to_string(layers) + "), got " +
+                      std::to_string(types.size()));
+    }
+    bool slides = false;
+    for (size_t i = 0; i < types.size(); ++i) {
+      if (types[i] != "full_attention" && types[i] != "sliding_attention") {
+        reader.Fail(JsonElement("layer_types", i),
+                    "expected \"full_attention\" or \"sliding_attention\", "
+                    "got " +
+                        DescribeJson(types[i]));
+      }
+      slides = slides || types[i] == "sliding_attention";
+    }
+    return slides;
+  }
   const int64_t full =
       Has(doc, "max_window_layers")
           ? reader.Integer(doc, "", "max_window_layers", 0, kMaxSize)

@@ -188,6 +188,24 @@ TEST(HfConfigTest, RecordsTheSlidingWindowThatApplies) {
       qwen2(R"("layer_types": ["full_attention", "sliding_attention"], )"), 16);
   EXPECT_EQ(qwen2(R"("layer_types": ["full_attention", "full_attention"], )"),
             0);
+  // A layer_types that does not name each layer's attention is refused,
+  // not read as "no layer slides".
+  for (const auto& [types, message] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"[1, 2]",
+            "q.json: layer_types[0]: expected \"full_attention\" or "
+            "\"sliding_attention\", got 1"},
+           {"[]",
+            "q.json: layer_types: expected one entry per layer "
+            "(num_hidden_layers 2), got 0"},
+           {R"(["full_attention", "Sliding_Attention"])",
+            "q.json: layer_types[1]: expected \"full_attention\" or "
+            "\"sliding_attention\", got 'Sliding_Attention'"}}) {
+    SCOPED_TRACE(types);
+    const std::string error =
+        InputErrorOf([&] { qwen2(R"("layer_types": )" + types + ", "); });
+    EXPECT_NE(error.find(message), std::string::npos) << error;
+  }
 }
 
 constexpr const char* kGpt2Tiny = R"({
@@ -236,6 +254,10 @@ TEST(HfConfigTest, RefusesWhatItCannotMapNamingTheFileAndField) {
        "cfg.json: not valid JSON: parse error at line 1, column 40"},
       {unsized + R"(, "hidden_size": 64.0})",
        "cfg.json: hidden_size: expected an integer in [1, "},
+      // A config's integers are at most 2^31 - 1, said of the field.
+      {unsized + R"(, "hidden_size": 2147483648})",
+       "cfg.json: hidden_size: expected an integer in [1, 2147483647], got "
+       "2147483648"},
       {unsized + R"(, "hidden_size": 99999999999999999999999})",
        "got the number 9.999999999999999e+22"},
       {"[1, 2]", "cfg.json: expected a JSON object, got an array"},
