@@ -14,6 +14,7 @@
 #include "profiler/base/errors.h"
 #include "profiler/base/human_bytes.h"
 #include "profiler/cli/command_child.h"
+#include "profiler/cli/local_world_size.h"
 #include "profiler/cli/profile_child.h"
 #include "profiler/predict/fit.h"
 #include "profiler/predict/fit_search.h"
@@ -255,6 +256,24 @@ int64_t LargestMeasured(Measurer& measure, int64_t guess) {
 }  // namespace
 
 int RunFitCommand(const FitArgs& args) {
+  // The measured runs train here, under the budget as --memory-limit: on a
+  // CPU the budget must be memory this machine has (as profile checks,
+  // Note [Local world size]), or the first run would be refused with a
+  // flag fit does not take.
+  if (args.measure && args.config.train.device == "cpu") {
+    const int64_t available = AvailableMemoryBytes();
+    if (available > 0 && args.budget_bytes > available - kRankProcessBytes) {
+      throw InputError(
+          "--measure: the measured runs train one rank on this machine "
+          "under a memory limit of the budget, " +
+          HumanBytes(args.budget_bytes) + ", and with the " +
+          HumanBytes(kRankProcessBytes) +
+          " the process takes that is more than the " + HumanBytes(available) +
+          " this machine has available; measure a --budget of at most " +
+          HumanBytes(std::max<int64_t>(0, available - kRankProcessBytes)) +
+          " here, or leave out --measure for the prediction alone");
+    }
+  }
   const FitAnswer answer =
       Fit(args.config, args.budget_bytes,
           FitDeviceOf(args.config, args.outside_allocator_bytes));

@@ -959,6 +959,25 @@ TEST_F(FitMeasure, BelowModelStateEvenMicroBatchOneRunsOutOfMemory) {
   EXPECT_TRUE(fs::exists(dir_ / "micro-batch-1" / "rank-0.json"));
 }
 
+// A budget over this machine's memory cannot be measured here: refused
+// before anything runs, with fit's own remedy (the measured run's refusal
+// named --skip-memory-check, which fit does not take).
+TEST_F(FitMeasure, ABudgetOverThisMachinesMemoryIsRefusedUpFront) {
+  const CommandResult r =
+      RunMemprof("fit --config " + kTiny +
+                 " --budget 1000TiB --measure --out " + dir_.string());
+  EXPECT_EQ(r.exit_code, kExitBadInput) << r.output;
+  EXPECT_NE(r.output.find("--measure: the measured runs train one rank on "
+                          "this machine under a memory limit of the budget, "
+                          "1000 TiB"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("or leave out --measure"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("skip-memory-check"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir_ / "micro-batch-1"));
+}
+
 // Note [Measured verdicts]: llama-tiny's model state (2.08 MiB) fits 2.45
 // MiB and micro-batch 1 (2.53 MiB, in backward) does not: micro-batch 1
 // runs out of memory in a step's forward or backward, an
