@@ -30,6 +30,7 @@ void RequirePositive(const std::string& key, int64_t value) {
 // (the table has rows per layer).
 constexpr int64_t kMaxDimension = (int64_t{1} << 31) - 1;
 constexpr int64_t kMaxLayers = 10000;
+constexpr int64_t kMaxSteps = 100000;
 constexpr int64_t kFirstSteadyStep = 3;
 // A DDP bucket of 1 TiB already holds any model memprof can count; the cap
 // keeps bucket_cap_mb * 2^20 an exact int64.
@@ -394,6 +395,20 @@ void ValidateRunConfig(const RunConfig& c) {
   }
   RequireSize("train.micro_batch", c.train.micro_batch);
   RequireSize("train.steps", c.train.steps);
+  // Every step leaves about 236 B of rank report (its peak and times,
+  // Note [File size caps] in profiler/base/regular_file.h): 300,000 steps
+  // wrote 68.2 MiB, which report, check and baseline refused to read.
+  // 100,000 steps take about 23 MB, beside at most 5,000 micro-batches'
+  // detail (Note [Kept detail bound]).
+  if (c.train.steps > kMaxSteps) {
+    throw ConfigError(
+        "train.steps",
+        "train.steps must be at most " + std::to_string(kMaxSteps) + ", got " +
+            std::to_string(c.train.steps) +
+            ": each step adds to the rank report, and memprof reads reports "
+            "of at most 64 MiB; the steady state repeats from step " +
+            std::to_string(kFirstSteadyStep) + ", so a few steps profile it");
+  }
   // Step 1 creates the gradients and the optimizer state and DDP rebuilds
   // its buckets in step 2: a steady state needs a step after both.
   if (c.train.steps < kFirstSteadyStep) {

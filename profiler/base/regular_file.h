@@ -22,7 +22,8 @@ namespace memprof {
 //   long run keeps the detail of a few steps only (Note [Kept steps]) but
 //   every step's peak and time, 236 bytes a step: mlp-tiny wrote 79,690
 //   bytes in 200 steps and 503,786 in 2,000, so 20,000 steps write about
-//   4.8 MB and the cap holds about 284,000 steps. --keep-steps all keeps
+//   4.8 MB and the cap holds about 284,000 steps (a profile runs at most
+//   100,000, models/config_validation.cc). --keep-steps all keeps
 //   every step's detail, 3,822 bytes more a step (828,897 bytes in 200
 //   steps): the cap would hold about 16,000 mlp-tiny steps, so a run keeps
 //   the detail of at most 5,000 micro-batches (Note [Kept detail bound],

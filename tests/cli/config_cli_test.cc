@@ -621,8 +621,8 @@ TEST_F(ConfigCliTest, ASectionForAnotherModelIsRefusedAtItsLine) {
             std::string::npos);
 }
 
-// Integers are at most 2^31 - 1 (reference.md), steps too; a command's
-// timeout at most a day.
+// Integers are at most 2^31 - 1 (reference.md), steps at most 100,000; a
+// command's timeout at most a day.
 TEST_F(ConfigCliTest, StepsAndTheCommandTimeoutAreBounded) {
   const std::string path = Write("good.ini", kGood);
   const std::string steps =
@@ -631,6 +631,13 @@ TEST_F(ConfigCliTest, StepsAndTheCommandTimeoutAreBounded) {
                        "2147483648"),
             std::string::npos)
       << steps;
+  // Every step adds to the rank report, which memprof's readers take up to
+  // 64 MiB of: 300,000 steps wrote one they refused.
+  const std::string long_run = ErrorOf({"--config", path, "--steps", "100001"});
+  EXPECT_NE(long_run.find("train.steps must be at most 100000, got 100001: "
+                          "each step adds to the rank report"),
+            std::string::npos)
+      << long_run;
   std::string timeout;
   try {
     ParseFitArgs({"--runs", "a,b", "--budget", "1GiB", "--measure", "--command",

@@ -50,7 +50,7 @@ def make_capture(memprof, config, work):
         proc = subprocess.Popen(
             [profile, "profile", "--config", config, "--mlp.depth", "12",
              "--mlp.hidden", "16", "--train.micro_batch", "2", "--steps",
-             "1000000", "--out", run], stdout=log, stderr=subprocess.STDOUT)
+             "100000", "--out", run], stdout=log, stderr=subprocess.STDOUT)
     spilled = 0
     deadline = time.monotonic() + 120  # a bound on the wait, not a timing
     while spilled < 3 and time.monotonic() < deadline:

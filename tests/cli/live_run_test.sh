@@ -50,7 +50,7 @@ recovered() {  # WHAT DIR: after the kill, report recovers the rank
 }
 
 # A local run: memprof's lock on its --out.
-"$profile" profile --config "$config" --steps 1000000 --out "$work/local" \
+"$profile" profile --config "$config" --steps 100000 --out "$work/local" \
   >"$work/local.log" 2>&1 &
 pid=$!
 wait_for_capture "$work/local"
@@ -63,7 +63,7 @@ recovered "local run" "$work/local"
 # on its capture tells.
 port=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
 RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 \
-  MASTER_PORT="$port" "$profile" profile --config "$config" --steps 1000000 \
+  MASTER_PORT="$port" "$profile" profile --config "$config" --steps 100000 \
   --out "$work/torchrun" >"$work/torchrun.log" 2>&1 &
 pid=$!
 wait_for_capture "$work/torchrun"

@@ -414,12 +414,11 @@ pid_t ParentOf(pid_t pid) {
 // (setsid), which its ranks join, as a terminal's job or a CI step is.
 FILE* StartLongRun(const std::string& out, std::vector<pid_t>& ranks,
                    std::string& output, bool own_group = false) {
-  FILE* pipe =
-      ::popen(("exec " + std::string(own_group ? "setsid " : "") +
-               MEMPROF_BINARY + " profile --config " + kTiny +
-               " --world-size 2 --steps 1000000 --out " + out + " 2>&1")
-                  .c_str(),
-              "r");
+  FILE* pipe = ::popen(("exec " + std::string(own_group ? "setsid " : "") +
+                        MEMPROF_BINARY + " profile --config " + kTiny +
+                        " --world-size 2 --steps 100000 --out " + out + " 2>&1")
+                           .c_str(),
+                       "r");
   const std::regex pid_line("memprof: rank [01]: pid ([0-9]+)");
   char line[4096];
   while (pipe != nullptr && ranks.size() < 2 &&
@@ -506,7 +505,7 @@ TEST_F(MultiRankTest, ARankKilledMidRunStopsTheJobAndIsNamed) {
   const auto start = std::chrono::steady_clock::now();
   FILE* pipe =
       ::popen((std::string(MEMPROF_BINARY) + " profile --config " + kTiny +
-               " --world-size 2 --steps 1000000 --out " + Out("d") + " 2>&1")
+               " --world-size 2 --steps 100000 --out " + Out("d") + " 2>&1")
                   .c_str(),
               "r");
   ASSERT_NE(pipe, nullptr);

@@ -52,7 +52,7 @@ for delay in $delays; do
   n=$((n + 1))
   dir="$work/run-$n"
   mkdir -p "$dir"
-  "$profile" profile --config "$config" --steps 1000000 --out "$dir" \
+  "$profile" profile --config "$config" --steps 100000 --out "$dir" \
     >"$dir/log" 2>&1 &
   pid=$!
   for _ in $(seq 600); do  # the session has begun when its capture exists
