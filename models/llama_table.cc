@@ -2,6 +2,7 @@
 // [Llama saved tensors] lists what each op keeps for backward in LibTorch's
 // CPU kernels.
 #include <string>
+#include <unordered_map>
 
 #include "models/head_backward.h"
 #include "models/size_table.h"
@@ -160,11 +161,15 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
       c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
   if (!c.tie_word_embeddings) t.forward_order.push_back(head);
   // The parameter the forward uses just before `name`.
-  auto before = [&t](const std::string& name) {
-    for (size_t i = 1; i < t.forward_order.size(); ++i) {
-      if (t.forward_order[i] == name) return t.forward_order[i - 1];
-    }
-    return std::string();
+  // (A map: a scan of the order for each row took time in the layers
+  // squared.)
+  std::unordered_map<std::string, std::string> previous;
+  for (size_t i = 1; i < t.forward_order.size(); ++i) {
+    previous.emplace(t.forward_order[i], t.forward_order[i - 1]);
+  }
+  auto before = [&previous](const std::string& name) {
+    const auto it = previous.find(name);
+    return it == previous.end() ? std::string() : it->second;
   };
   // A layer's parameters among its linears' (`from`, `to`: indices into
   // `linears`, inclusive), and the last of them in the forward.

@@ -118,6 +118,97 @@ class Sizes {
   bool cuda_;
 };
 
+// The activations, temporaries and weight copies live at each stage of
+// each block's backward (Note [Block stages]), as Sizes::InBackwardOf,
+// Workspace and CastsInBackward sum them, from one pass over the rows: a
+// model of L blocks has rows in proportion to L, and summing every row
+// for each (block, stage) took time in L squared (minutes at 10,000
+// layers).
+class BlockStages {
+ public:
+  BlockStages(const SizeTable& t, const Sizes& sizes)
+      : stages_(static_cast<int32_t>(std::max<size_t>(1, t.stages.size()))),
+        earlier_(static_cast<size_t>(t.blocks) + 1),
+        earlier_activations_(earlier_.size()),
+        held_(static_cast<size_t>(t.blocks) * stages_),
+        held_activations_(held_.size()),
+        workspace_(held_.size()) {
+    for (const SizeRow& row : t.rows) {
+      const int64_t bytes = sizes.Of(row.Bytes());
+      const bool in_block = row.block >= 0 && row.block < t.blocks;
+      switch (row.kind) {
+        case RowKind::kSaved:
+        case RowKind::kWeightCast:
+          // Held through every later block's backward, and through its
+          // own up to SizeRow::freed_after (a weight copy: all of it).
+          if (row.block == SizeRow::kEveryBlock) {
+            always_ += bytes;
+            if (row.kind == RowKind::kSaved) always_activations_ += bytes;
+          } else if (in_block) {
+            earlier_[row.block + 1] += bytes;
+            if (row.kind == RowKind::kSaved) {
+              earlier_activations_[row.block + 1] += bytes;
+              HeldThrough(row.block, row.freed_after, bytes,
+                          /*activations=*/true);
+            } else {
+              HeldThrough(row.block, SizeRow::kWholeBlock, bytes);
+            }
+          }
+          break;
+        case RowKind::kRecomputed:
+          if (in_block) {
+            HeldThrough(row.block, row.freed_after, bytes,
+                        /*activations=*/true);
+          }
+          break;
+        case RowKind::kRecomputedCast:
+          if (in_block) HeldThrough(row.block, SizeRow::kWholeBlock, bytes);
+          break;
+        case RowKind::kWorkspace:
+          if (in_block && row.stage < stages_) {
+            workspace_[Cell(row.block, row.stage)] += bytes;
+          }
+          break;
+        default:
+          break;
+      }
+    }
+    for (size_t b = 1; b < earlier_.size(); ++b) {
+      earlier_[b] += earlier_[b - 1];
+      earlier_activations_[b] += earlier_activations_[b - 1];
+    }
+  }
+  int32_t stages() const { return stages_; }
+  int64_t Live(int32_t block, int32_t stage) const {
+    return always_ + earlier_[block] + held_[Cell(block, stage)] +
+           workspace_[Cell(block, stage)];
+  }
+  // The activations alone: their most is at a block's first stage, before
+  // its backward frees any, which need not be the busiest stage.
+  int64_t Activations(int32_t block, int32_t stage) const {
+    return always_activations_ + earlier_activations_[block] +
+           held_activations_[Cell(block, stage)];
+  }
+
+ private:
+  size_t Cell(int32_t block, int32_t stage) const {
+    return static_cast<size_t>(block) * stages_ + stage;
+  }
+  void HeldThrough(int32_t block, int32_t last, int64_t bytes,
+                   bool activations = false) {
+    for (int32_t k = 0; k < stages_ && k <= last; ++k) {
+      held_[Cell(block, k)] += bytes;
+      if (activations) held_activations_[Cell(block, k)] += bytes;
+    }
+  }
+  int32_t stages_;
+  int64_t always_ = 0;  // held through every block's backward
+  int64_t always_activations_ = 0;
+  // [b]: the blocks' before block b.
+  std::vector<int64_t> earlier_, earlier_activations_;
+  std::vector<int64_t> held_, held_activations_, workspace_;
+};
+
 // A moment of the step: the model state and inputs live throughout, with
 // these activations and temporaries.
 PredictedMoment MomentOf(Phase phase, std::string what, const Breakdown& state,
@@ -288,17 +379,15 @@ Prediction PredictFromTable(const RunConfig& config, SizeTable table,
   // Each block's backward (a checkpointed one just after its rerun), at
   // each of its stages (Note [Block stages]); the busiest (the first
   // rerun, for GPT).
+  int64_t most_block_activations = 0;
   if (t.blocks > 0) {
-    const auto stages =
-        static_cast<int32_t>(std::max<size_t>(1, t.stages.size()));
-    auto live = [&sizes](int32_t block, int32_t stage) {
-      return sizes.InBackwardOf(block, stage) + sizes.Workspace(block, stage) +
-             sizes.CastsInBackward(block);
-    };
+    const BlockStages live(t, sizes);
     int32_t busiest = 0, stage = 0;
     for (int32_t block = 0; block < t.blocks; ++block) {
-      for (int32_t k = 0; k < stages; ++k) {
-        if (live(block, k) > live(busiest, stage)) {
+      most_block_activations =
+          std::max(most_block_activations, live.Activations(block, 0));
+      for (int32_t k = 0; k < live.stages(); ++k) {
+        if (live.Live(block, k) > live.Live(busiest, stage)) {
           busiest = block;
           stage = k;
         }
@@ -339,7 +428,7 @@ Prediction PredictFromTable(const RunConfig& config, SizeTable table,
       backward_state[Index(Category::kGradients)];
   p.bytes[Index(Category::kActivations)] =
       std::max(p.early_backward.bytes[Index(Category::kActivations)],
-               p.block_backward.bytes[Index(Category::kActivations)]);
+               most_block_activations);
   p.bytes[Index(Category::kTemporaries)] =
       p.Peak().bytes[Index(Category::kTemporaries)];
   // Their own largest: every copy, when the forward ends (the cache's
