@@ -249,98 +249,87 @@ SizeTable GptSizeTable(const GptConfig& c, int64_t b, bool checkpoint_blocks,
   t.Add("log_softmax gradient", RowKind::kWorkspace, {b * T, c.vocab},
         "[B*T, V]", f);
   AddHeadBackward(t, {b, T, d, c.vocab, "wte.weight", "ln_f.bias", f}, dt);
-  // Each block's backward peaks at its first node, the MLP's c_proj (a
-  // checkpointed block's just after its rerun): its input and weight
-  // gradients, with the gradient flowing into the block, the loss's
-  // gradient and the tied wte's gradient from the output projection, which
-  // waits in autograd's input buffer for the embedding's share. Not
-  // checkpointed, the last block's is the busiest: every block's saved
-  // tensors are still held, the rows after the blocks freed. At a small
-  // micro-batch it is the step's peak: at gpt-tiny's micro-batch 1 the two
-  // [V, d] gradients outweigh early backward's two [B*T, V] ones.
+  // Each block's backward peaks at one of four stages (Note [Block
+  // stages]; a checkpointed block's just after its rerun), each with the
+  // gradient flowing into the block, the loss's gradient and the tied
+  // wte's gradient from the output projection, which waits in autograd's
+  // input buffer for the embedding's share. Not checkpointed, the last
+  // block's are the busiest: every block's saved tensors are still held,
+  // the rows after the blocks freed.
   t.stages = {"at its MLP's c_proj", "at its MLP's gelu", "at its MLP's c_fc",
               "in its attention's backward"};
   for (int32_t i = 0; i < t.blocks; ++i) {
     const std::string n = "h." + std::to_string(i) + " backward: ";
     const std::string l = "h." + std::to_string(i) + ".";
     const auto w = RowKind::kWorkspace;
-    const size_t first = t.rows.size();
     // The block's backward runs while some parameter up to its last
     // requires grad (Note [Frozen activations]).
-    t.Add(n + "gradient into the block", w, {b, T, d}, "[B, T, d]", f);
-    t.NeededWhen(l + "mlp.c_proj.bias");
-    t.Add(n + "mlp c_proj input gradient", w, {b, T, 4 * d}, "[B, T, 4d]", lo);
-    t.NeededWhen(l + "mlp.c_fc.bias");
-    t.Add(n + "mlp c_proj weight gradient", w, {d, 4 * d}, "[d, 4d]", f);
-    t.NeededWhen("", {l + "mlp.c_proj.weight"});
-    t.Add(n + "wte gradient from the output projection", w, {c.vocab, d},
-          "[V, d]", f);
-    t.NeededWhen("", {"wte.weight"});
-    t.Add(n + "loss gradient", w, {}, "[]", f);
-    t.NeededWhen(l + "mlp.c_proj.bias");
+    const std::string runs = l + "mlp.c_proj.bias";
+    const auto stage = [&](int32_t k, const auto& add_own_rows) {
+      const size_t first = t.rows.size();
+      t.Add(n + "gradient into the block", w, {b, T, d}, "[B, T, d]", f);
+      t.NeededWhen(runs);
+      t.Add(n + "wte gradient from the output projection", w, {c.vocab, d},
+            "[V, d]", f);
+      t.NeededWhen("", {"wte.weight"});
+      t.Add(n + "loss gradient", w, {}, "[]", f);
+      t.NeededWhen(runs);
+      add_own_rows();
+      t.SetStage(first, k);
+    };
+    const size_t first = t.rows.size();
+    // c_proj's: its input and weight gradients. At a small micro-batch the
+    // step's peak: at gpt-tiny's micro-batch 1 the two [V, d] gradients
+    // outweigh early backward's two [B*T, V] ones.
+    stage(kCProj, [&] {
+      t.Add(n + "mlp c_proj input gradient", w, {b, T, 4 * d}, "[B, T, 4d]",
+            lo);
+      t.NeededWhen(l + "mlp.c_fc.bias");
+      t.Add(n + "mlp c_proj weight gradient", w, {d, 4 * d}, "[d, 4d]", f);
+      t.NeededWhen("", {l + "mlp.c_proj.weight"});
+    });
     // The gelu's: its output's gradient (c_proj's input gradient) and its
     // input's, c_proj's saved input freed (and, with c_proj's weight
     // frozen, never kept: then this stage outweighs c_proj's).
-    const size_t gelu = t.rows.size();
-    t.Add(n + "gradient into the block", w, {b, T, d}, "[B, T, d]", f);
-    t.NeededWhen(l + "mlp.c_proj.bias");
-    for (const char* what : {"gelu output gradient", "gelu input gradient"}) {
-      t.Add(n + what, w, {b, T, 4 * d}, "[B, T, 4d]", lo);
-      t.NeededWhen(l + "mlp.c_fc.bias");
-    }
-    t.Add(n + "wte gradient from the output projection", w, {c.vocab, d},
-          "[V, d]", f);
-    t.NeededWhen("", {"wte.weight"});
-    t.Add(n + "loss gradient", w, {}, "[]", f);
-    t.NeededWhen(l + "mlp.c_proj.bias");
-    t.SetStage(gelu, kGelu);
+    stage(kGelu, [&] {
+      for (const char* what : {"gelu output gradient", "gelu input gradient"}) {
+        t.Add(n + what, w, {b, T, 4 * d}, "[B, T, 4d]", lo);
+        t.NeededWhen(l + "mlp.c_fc.bias");
+      }
+    });
     // c_fc's: the gelu's input gradient, c_fc's weight and input
     // gradients, the gelu's saved input freed. With c_proj's weight frozen
     // the gelu's output was never kept, and where d outweighs B*T this
     // stage outweighs c_proj's.
-    const size_t c_fc = t.rows.size();
-    t.Add(n + "gradient into the block", w, {b, T, d}, "[B, T, d]", f);
-    t.NeededWhen(l + "mlp.c_proj.bias");
-    t.Add(n + "gelu input gradient", w, {b, T, 4 * d}, "[B, T, 4d]", lo);
-    t.NeededWhen(l + "mlp.c_fc.bias");
-    t.Add(n + "mlp c_fc weight gradient", w, {4 * d, d}, "[4d, d]", f);
-    t.NeededWhen("", {l + "mlp.c_fc.weight"});
-    t.Add(n + "mlp c_fc input gradient", w, {b, T, d}, "[B, T, d]", lo);
-    t.NeededWhen(l + "ln_2.bias");
-    t.Add(n + "wte gradient from the output projection", w, {c.vocab, d},
-          "[V, d]", f);
-    t.NeededWhen("", {"wte.weight"});
-    t.Add(n + "loss gradient", w, {}, "[]", f);
-    t.NeededWhen(l + "mlp.c_proj.bias");
-    t.SetStage(c_fc, kCFc);
+    stage(kCFc, [&] {
+      t.Add(n + "gelu input gradient", w, {b, T, 4 * d}, "[B, T, 4d]", lo);
+      t.NeededWhen(l + "mlp.c_fc.bias");
+      t.Add(n + "mlp c_fc weight gradient", w, {4 * d, d}, "[4d, d]", f);
+      t.NeededWhen("", {l + "mlp.c_fc.weight"});
+      t.Add(n + "mlp c_fc input gradient", w, {b, T, d}, "[B, T, d]", lo);
+      t.NeededWhen(l + "ln_2.bias");
+    });
     // The attention's matmuls and softmax, the MLP's and ln_2's saved rows
     // freed: the heads' gradient reshaped for the matmul, the
     // probabilities' gradient and the scores' (softmax's backward; with
     // dropout, first the dropout's backward, its output freed and its noise
     // still held, the larger moment).
-    const size_t softmax = t.rows.size();
-    t.Add(n + "gradient into the block", w, {b, T, d}, "[B, T, d]", f);
-    t.NeededWhen(l + "mlp.c_proj.bias");
-    if (checkpoint_blocks) {
-      // The checkpoint holds the gradient into the block through the
-      // rerun's backward, so the residual's gradient (ln_2's added in) is
-      // a new tensor beside it.
-      t.Add(n + "residual gradient", w, {b, T, d}, "[B, T, d]", f);
+    stage(kAttention, [&] {
+      if (checkpoint_blocks) {
+        // The checkpoint holds the gradient into the block through the
+        // rerun's backward, so the residual's gradient (ln_2's added in)
+        // is a new tensor beside it.
+        t.Add(n + "residual gradient", w, {b, T, d}, "[B, T, d]", f);
+        t.NeededWhen(l + "attn.c_attn.bias");
+      }
+      t.Add(n + "attn heads gradient, reshaped", w, {b, T, d}, "[B, T, d]", lo);
       t.NeededWhen(l + "attn.c_attn.bias");
-    }
-    t.Add(n + "attn heads gradient, reshaped", w, {b, T, d}, "[B, T, d]", lo);
-    t.NeededWhen(l + "attn.c_attn.bias");
-    for (const char* what :
-         {"attn probabilities gradient", "attn scores gradient"}) {
-      t.Add(n + what, w, {b, h, T, T}, "[B, h, T, T]", lo);
-      t.NeededWhen(l + "attn.c_attn.bias");
-    }
-    t.Add(n + "wte gradient from the output projection", w, {c.vocab, d},
-          "[V, d]", f);
-    t.NeededWhen("", {"wte.weight"});
-    t.Add(n + "loss gradient", w, {}, "[]", f);
-    t.NeededWhen(l + "mlp.c_proj.bias");
-    t.SetStage(softmax, kAttention);
+      for (const char* what :
+           {"attn probabilities gradient", "attn scores gradient"}) {
+        t.Add(n + what, w, {b, h, T, T}, "[B, h, T, T]", lo);
+        t.NeededWhen(l + "attn.c_attn.bias");
+      }
+    });
     t.SetBlock(first, i);
   }
 
