@@ -65,6 +65,28 @@ ConfigFileText ConfigFileTextOf(const std::string& path, std::string raw) {
       file.text.push_back('\n');
     }
   }
+  // A NUL would cut the error message that quotes its value (the message
+  // is a C string), and a line of a megabyte would be quoted whole: both
+  // are refused by their line, quoting nothing.
+  int number = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i <= file.text.size(); ++i) {
+    if (i == file.text.size() || file.text[i] == '\n') {
+      if (i - line_start > kMaxConfigLineBytes) {
+        throw InputError(path + ":" + std::to_string(number) + ": " +
+                         std::to_string(i - line_start) +
+                         " bytes on one line, more than the " +
+                         std::to_string(kMaxConfigLineBytes) +
+                         " a line of 'key = value' takes");
+      }
+      ++number;
+      line_start = i + 1;
+    } else if (file.text[i] == '\0') {
+      throw InputError(path + ":" + std::to_string(number) +
+                       ": a NUL byte (binary data, not a config file); save "
+                       "the config as text");
+    }
+  }
   file.text = WithoutSemicolonComments(file.text);
   std::string section;
   ForEachLine(file.text, [&](const std::string& line, int number) {

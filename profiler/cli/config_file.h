@@ -3,6 +3,7 @@
 // messages that name the line.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <string>
 #include <utility>
@@ -29,8 +30,12 @@ struct ConfigFileText {
   std::vector<std::pair<std::string, int>> sections;
 };
 
+// The longest line a config file may have: far above any 'key = value'.
+inline constexpr size_t kMaxConfigLineBytes = 4096;
+
 // `raw`, the bytes of the file at `path` (named in errors): InputError for
-// a UTF-16 or UTF-32 file.
+// a UTF-16 or UTF-32 file, a NUL byte or a line over kMaxConfigLineBytes,
+// naming the line.
 ConfigFileText ConfigFileTextOf(const std::string& path, std::string raw);
 
 // The 1-based line of `file` that the INI parser read as `invalid` (its

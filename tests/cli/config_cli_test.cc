@@ -463,6 +463,25 @@ TEST_F(ConfigCliTest, LineEndsAndAByteOrderMarkReadAsPlainText) {
             std::string::npos)
       << error;
   EXPECT_NE(error.find("save it as UTF-8"), std::string::npos) << error;
+  // A NUL byte cut the message that quoted its value ("the argument ('32"),
+  // and a 900 KB value was quoted whole: both are named by their line,
+  // quoting nothing.
+  const std::string nul =
+      Write("nul.ini", std::string("model = mlp\n[mlp]\ninput = 32\0\n", 30));
+  const std::string nul_error = ErrorOf({"--config", nul});
+  EXPECT_NE(nul_error.find(nul + ":3: a NUL byte (binary data, not a config "
+                                 "file)"),
+            std::string::npos)
+      << nul_error;
+  const std::string wide =
+      Write("wide.ini",
+            "model = mlp\n[mlp]\ninput = " + std::string(900000, '9') + "\n");
+  const std::string wide_error = ErrorOf({"--config", wide});
+  EXPECT_NE(wide_error.find(wide + ":3: 900008 bytes on one line, more than "
+                                   "the 4096"),
+            std::string::npos)
+      << wide_error.substr(0, 300);
+  EXPECT_LT(wide_error.size(), 1000u);
 }
 
 // A flag whose value was forgotten takes the next flag as it: named, with
