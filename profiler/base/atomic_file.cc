@@ -14,10 +14,16 @@
 
 namespace memprof {
 
+std::string WriteFailureReason(int error) {
+  return std::string(std::strerror(error)) +
+         (error == ENOSPC || error == EDQUOT ? "; free space on its filesystem"
+                                             : "");
+}
+
 void WriteFileAtomically(const std::string& path, const std::string& content) {
   const std::string temp = path + ".tmp." + std::to_string(::getpid());
   auto fail = [&](const std::string& what) {
-    const std::string reason = std::strerror(errno);
+    const std::string reason = WriteFailureReason(errno);
     std::remove(temp.c_str());
     throw std::runtime_error("cannot " + what + " '" + path + "': " + reason);
   };

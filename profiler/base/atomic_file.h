@@ -10,6 +10,10 @@ namespace memprof {
 // Throws std::runtime_error naming the path and the OS reason.
 void WriteFileAtomically(const std::string& path, const std::string& content);
 
+// Why a write failed, for "cannot write 'PATH': ...": the OS reason of
+// `error` (an errno), with the remedy when the disk or quota is full.
+std::string WriteFailureReason(int error);
+
 // A path a flag names for memprof to write: a new file, or a regular file
 // that the written one replaces. Throws InputError naming the flag, the
 // path and the remedy for an empty path, a directory, a symbolic link (the

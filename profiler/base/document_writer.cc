@@ -8,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "profiler/base/atomic_file.h"
 #include "profiler/base/pickle_writer.h"
 
 namespace memprof {
@@ -25,7 +26,7 @@ DocumentWriter::DocumentWriter(const std::string& path, DocumentFormat format)
   fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     throw std::runtime_error("cannot write '" + path_ +
-                             "': " + std::strerror(errno));
+                             "': " + WriteFailureReason(errno));
   }
   if (format_ == DocumentFormat::kPickle) buffer_ = {'\x80', '\x02'};
 }
@@ -44,7 +45,7 @@ void DocumentWriter::Flush() {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       throw std::runtime_error("cannot write '" + path_ +
-                               "': " + std::strerror(errno));
+                               "': " + WriteFailureReason(errno));
     }
     done += static_cast<size_t>(n);
   }
@@ -140,7 +141,7 @@ void DocumentWriter::Commit() {
   const bool closed = ::close(fd_) == 0;
   fd_ = -1;
   if (!synced || !closed || std::rename(temp_.c_str(), path_.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
+    const std::string reason = WriteFailureReason(errno);
     std::remove(temp_.c_str());
     committed_ = true;
     throw std::runtime_error("cannot write '" + path_ + "': " + reason);

@@ -156,9 +156,8 @@ int RenderRunReports(const RunView& view, std::ostream& out,
     const std::string what = e.what();
     const bool full = what.find(std::strerror(ENOSPC)) != std::string::npos ||
                       what.find(std::strerror(EDQUOT)) != std::string::npos;
-    throw InputError(what + "; " +
-                     (full ? "free space on its filesystem"
-                           : "make " + view.dir + " writable") +
+    // A full disk's remedy is in the reason already (WriteFailureReason).
+    throw InputError(what + (full ? "" : "; make " + view.dir + " writable") +
                      ", then 'memprof report --run " + view.dir +
                      "' writes them from the rank reports");
   }

@@ -2,7 +2,9 @@
 // write its files there, with the cause named.
 #include "profiler/base/atomic_file.h"
 
+#include <cerrno>
 #include <climits>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -16,6 +18,17 @@ namespace memprof {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Every "cannot write" of a report, a snapshot or a rank report (the
+// atomic writes and DocumentWriter) gives the remedy for a full disk or
+// quota: it used to stop at "No space left on device".
+TEST(WriteFailureReason, AFullDiskOrQuotaNamesTheRemedy) {
+  for (const int error : {ENOSPC, EDQUOT}) {
+    EXPECT_EQ(WriteFailureReason(error), std::string(std::strerror(error)) +
+                                             "; free space on its filesystem");
+  }
+  EXPECT_EQ(WriteFailureReason(EACCES), std::strerror(EACCES));
+}
 
 class OutputDirectory : public TempDirTest {};
 
