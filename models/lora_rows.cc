@@ -322,6 +322,27 @@ void ApplyLora(const RunConfig& config, SizeTable& table) {
     saved.shape = shape;
     saved.terms = WithLastTerm(input->terms, "r");
     table.rows.push_back(saved);
+    // The adapters' gradients, where the Linear's backward would make its
+    // weight's: beside the first row the table has for that (the block
+    // and stage of the Linear's backward), which the frozen weight drops.
+    std::vector<SizeRow> gradients;
+    for (const SizeRow& row : table.rows) {
+      if (row.kind != RowKind::kWorkspace ||
+          row.needed_for != std::vector<std::string>{module + ".weight"}) {
+        continue;
+      }
+      for (const SizeRow& adapter : {row_a, row_b}) {
+        SizeRow gradient = row;
+        gradient.name = adapter.name + " gradient";
+        gradient.shape = adapter.shape;
+        gradient.terms = adapter.terms;
+        gradient.dtype = adapter.dtype;
+        gradient.needed_for = {adapter.name};
+        gradients.push_back(gradient);
+      }
+      break;
+    }
+    table.rows.insert(table.rows.end(), gradients.begin(), gradients.end());
     if (recipe) {  // Note [LoRA under autocast]
       SizeRow cast = row_a;
       cast.kind = RowKind::kWeightCast;

@@ -39,7 +39,13 @@ namespace memprof {
 // which over-predicts by one input per target when nothing else keeps it.
 // The adapter's output requires grad whatever came before: in the forward
 // order A and B stand just before their Linear's weight, so every row
-// needed once that Linear's output requires grad stays.
+// needed once that Linear's output requires grad stays. A's and B's
+// gradients are workspace where the table has the Linear's weight
+// gradient (its block and stage), which the frozen weight drops: an MLP
+// 784-256x3-10 with adapters on every Linear, at micro-batch 1 under SGD,
+// peaked at the first layer's A gradient, 1.26% over the table without
+// them; with both rows it is 0.64% under. Where the table has no weight
+// gradient row for the Linear, none are added.
 
 // The items of lora.targets, in order. Throws ConfigError (lora.targets)
 // for an empty item.
