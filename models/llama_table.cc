@@ -367,32 +367,35 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
     // The layer's backward runs while its output requires grad.
     const std::string runs = params_of(l, kDown, kDown).back();
     const std::string post_norm = l + "post_attention_layernorm.weight";
-    const size_t first = t.rows.size();
-    // Beside each stage's own rows.
-    const auto through_the_layer = [&] {
+    // Each stage's rows: beside its own, the gradient into the layer and
+    // down_proj's input gradient, lm_head's gradient of a tied embedding
+    // and the loss's.
+    const auto stage = [&](int32_t k, const auto& add_own_rows) {
+      const size_t first = t.rows.size();
       t.Add(n + "gradient into the layer", w, {b, T, d}, "[B, T, d]", f);
       t.NeededWhen(runs);
+      t.Add(n + "down_proj input gradient", w, {b, T, I}, "[B, T, I]", lo);
+      t.NeededWhen(before(l + "mlp.down_proj.weight"));
       if (c.tie_word_embeddings) {
         t.Add(n + "embed_tokens gradient from lm_head", w, {V, d}, "[V, d]", f);
         t.NeededWhen("", {"model.embed_tokens.weight"});
       }
       t.Add(n + "loss gradient", w, {}, "[]", f32);
       t.NeededWhen(runs);
+      add_own_rows();
+      t.SetStage(first, k);
     };
-    through_the_layer();
-    t.Add(n + "down_proj input gradient", w, {b, T, I}, "[B, T, I]", lo);
-    t.NeededWhen(before(l + "mlp.down_proj.weight"));
-    t.Add(n + "down_proj weight gradient", w, {d, I}, "[d, I]", f);
-    t.NeededWhen("", {l + "mlp.down_proj.weight"});
-    const size_t product = t.rows.size();
-    through_the_layer();
-    t.Add(n + "down_proj input gradient", w, {b, T, I}, "[B, T, I]", lo);
-    t.NeededWhen(before(l + "mlp.down_proj.weight"));
-    t.Add(n + "silu output gradient", w, {b, T, I}, "[B, T, I]", lo);
-    t.NeededWhen(post_norm, params_of(l, kGate, kGate));
-    t.Add(n + "up_proj output gradient", w, {b, T, I}, "[B, T, I]", lo);
-    t.NeededWhen(post_norm, params_of(l, kUp, kUp));
-    t.SetStage(product, kSiluTimesUp);
+    const size_t first = t.rows.size();
+    stage(kDownProj, [&] {
+      t.Add(n + "down_proj weight gradient", w, {d, I}, "[d, I]", f);
+      t.NeededWhen("", {l + "mlp.down_proj.weight"});
+    });
+    stage(kSiluTimesUp, [&] {
+      t.Add(n + "silu output gradient", w, {b, T, I}, "[B, T, I]", lo);
+      t.NeededWhen(post_norm, params_of(l, kGate, kGate));
+      t.Add(n + "up_proj output gradient", w, {b, T, I}, "[B, T, I]", lo);
+      t.NeededWhen(post_norm, params_of(l, kUp, kUp));
+    });
     t.SetBlock(first, i);
   }
   // Late in backward, at the embedding: its gradient [V, d] (with a tied

@@ -48,50 +48,42 @@ class Sizes {
     }
     return sum;
   }
-  // The workspace early in backward, or in stage `stage` of block
-  // `block`'s (Note [Block stages]).
-  int64_t Workspace(int32_t block = SizeRow::kEveryBlock,
-                    int32_t stage = 0) const {
+  // The workspace early in backward (kEveryBlock), in the output
+  // projection's (kHead) or late in backward (kNoBlock); a block's stages
+  // are BlockStages'.
+  int64_t Workspace(int32_t block = SizeRow::kEveryBlock) const {
     int64_t sum = 0;
     for (const SizeRow& row : table_.rows) {
-      if (row.kind == RowKind::kWorkspace && row.block == block &&
-          row.stage == stage) {
+      if (row.kind == RowKind::kWorkspace && row.block == block) {
         sum += Of(row.Bytes());
       }
     }
     return sum;
   }
-  // Activations in stage `stage` of block `block`'s backward (Note [Block
-  // stages]; a checkpointed one's just after its rerun, Note [Checkpointed
-  // activations]): the kSaved rows still held and the block's kRecomputed
-  // rows not yet freed.
-  int64_t InBackwardOf(int32_t block, int32_t stage = 0) const {
+  // The kSaved rows held through every block's backward (kEveryBlock),
+  // still held late in backward.
+  int64_t HeldThroughTheBlocks() const {
     int64_t sum = 0;
     for (const SizeRow& row : table_.rows) {
-      const bool held =
-          row.block < block || (row.block == block && row.freed_after >= stage);
-      if ((row.kind == RowKind::kSaved && held) ||
-          (row.kind == RowKind::kRecomputed && row.block == block && held)) {
+      if (row.kind == RowKind::kSaved && row.block == SizeRow::kEveryBlock) {
         sum += Of(row.Bytes());
       }
     }
     return sum;
   }
-  // bf16-autocast: the weights' copies held early in backward (kEveryBlock,
-  // every copy the graph holds), or in the backward of block `block`, or
-  // late in backward (kNoBlock: those held until after every block's); the
-  // cache's copies are gone by then (Note [Weight casts]).
-  int64_t CastsInBackward(int32_t block) const {
+  // bf16-autocast: the weights' copies held early in backward (kEveryBlock:
+  // every copy the graph holds) or late in backward (kNoBlock: those held
+  // until after every block's); the cache's copies are gone by then (Note
+  // [Weight casts]). In a block's backward: BlockStages.
+  int64_t CastsInBackward(int32_t moment) const {
     int64_t sum = 0;
     for (const SizeRow& row : table_.rows) {
-      const bool held =
-          row.kind == RowKind::kWeightCast &&
+      if (row.kind == RowKind::kWeightCast &&
           row.block != SizeRow::kForwardOnly &&
-          (block == SizeRow::kEveryBlock ||
-           (block == SizeRow::kNoBlock ? row.block == SizeRow::kEveryBlock
-                                       : row.block <= block));
-      if (held || (row.kind == RowKind::kRecomputedCast && row.block == block))
+          (moment == SizeRow::kEveryBlock ||
+           row.block == SizeRow::kEveryBlock)) {
         sum += Of(row.Bytes());
+      }
     }
     return sum;
   }
@@ -118,51 +110,33 @@ class Sizes {
   bool cuda_;
 };
 
-// The activations, temporaries and weight copies live at each stage of
-// each block's backward (Note [Block stages]), as Sizes::InBackwardOf,
-// Workspace and CastsInBackward sum them, from one pass over the rows: a
-// model of L blocks has rows in proportion to L, and summing every row
-// for each (block, stage) took time in L squared (minutes at 10,000
-// layers).
+// What is live at each stage of each block's backward (Note [Block
+// stages]), from one pass over the rows: a model of L blocks has rows in
+// proportion to L, and summing every row for each (block, stage) took
+// time in L squared (minutes at 10,000 layers).
 class BlockStages {
  public:
   BlockStages(const SizeTable& t, const Sizes& sizes)
-      : stages_(static_cast<int32_t>(std::max<size_t>(1, t.stages.size()))),
-        earlier_(static_cast<size_t>(t.blocks) + 1),
-        earlier_activations_(earlier_.size()),
-        held_(static_cast<size_t>(t.blocks) * stages_),
-        held_activations_(held_.size()),
-        workspace_(held_.size()) {
+      : blocks_(t.blocks),
+        stages_(static_cast<int32_t>(std::max<size_t>(1, t.stages.size()))),
+        activations_(blocks_, stages_),
+        casts_(blocks_, stages_),
+        workspace_(static_cast<size_t>(blocks_) * stages_) {
     for (const SizeRow& row : t.rows) {
       const int64_t bytes = sizes.Of(row.Bytes());
-      const bool in_block = row.block >= 0 && row.block < t.blocks;
+      const bool in_block = row.block >= 0 && row.block < blocks_;
       switch (row.kind) {
-        case RowKind::kSaved:
-        case RowKind::kWeightCast:
-          // Held through every later block's backward, and through its
-          // own up to SizeRow::freed_after (a weight copy: all of it).
-          if (row.block == SizeRow::kEveryBlock) {
-            always_ += bytes;
-            if (row.kind == RowKind::kSaved) always_activations_ += bytes;
-          } else if (in_block) {
-            earlier_[row.block + 1] += bytes;
-            if (row.kind == RowKind::kSaved) {
-              earlier_activations_[row.block + 1] += bytes;
-              HeldThrough(row.block, row.freed_after, bytes,
-                          /*activations=*/true);
-            } else {
-              HeldThrough(row.block, SizeRow::kWholeBlock, bytes);
-            }
-          }
+        case RowKind::kSaved:  // the kSaved rows still held
+          activations_.Add(row.block, row.freed_after, bytes);
           break;
-        case RowKind::kRecomputed:
-          if (in_block) {
-            HeldThrough(row.block, row.freed_after, bytes,
-                        /*activations=*/true);
-          }
+        case RowKind::kRecomputed:  // the block's own, not yet freed
+          if (in_block) activations_.Own(row.block, row.freed_after, bytes);
+          break;
+        case RowKind::kWeightCast:  // as kSaved rows, for the whole block
+          casts_.Add(row.block, SizeRow::kWholeBlock, bytes);
           break;
         case RowKind::kRecomputedCast:
-          if (in_block) HeldThrough(row.block, SizeRow::kWholeBlock, bytes);
+          if (in_block) casts_.Own(row.block, SizeRow::kWholeBlock, bytes);
           break;
         case RowKind::kWorkspace:
           if (in_block && row.stage < stages_) {
@@ -173,40 +147,68 @@ class BlockStages {
           break;
       }
     }
-    for (size_t b = 1; b < earlier_.size(); ++b) {
-      earlier_[b] += earlier_[b - 1];
-      earlier_activations_[b] += earlier_activations_[b - 1];
-    }
+    activations_.Finish();
+    casts_.Finish();
   }
   int32_t stages() const { return stages_; }
-  int64_t Live(int32_t block, int32_t stage) const {
-    return always_ + earlier_[block] + held_[Cell(block, stage)] +
-           workspace_[Cell(block, stage)];
-  }
-  // The activations alone: their most is at a block's first stage, before
-  // its backward frees any, which need not be the busiest stage.
   int64_t Activations(int32_t block, int32_t stage) const {
-    return always_activations_ + earlier_activations_[block] +
-           held_activations_[Cell(block, stage)];
+    return activations_.At(block, stage);
+  }
+  int64_t Casts(int32_t block, int32_t stage) const {
+    return casts_.At(block, stage);
+  }
+  int64_t Workspace(int32_t block, int32_t stage) const {
+    return workspace_[Cell(block, stage)];
+  }
+  int64_t Live(int32_t block, int32_t stage) const {
+    return Activations(block, stage) + Casts(block, stage) +
+           Workspace(block, stage);
   }
 
  private:
   size_t Cell(int32_t block, int32_t stage) const {
     return static_cast<size_t>(block) * stages_ + stage;
   }
-  void HeldThrough(int32_t block, int32_t last, int64_t bytes,
-                   bool activations = false) {
-    for (int32_t k = 0; k < stages_ && k <= last; ++k) {
-      held_[Cell(block, k)] += bytes;
-      if (activations) held_activations_[Cell(block, k)] += bytes;
+  // Rows held into the blocks' backward: through every block's
+  // (kEveryBlock), or saved by block b, held through every later block's
+  // and through its own stages up to `last` (SizeRow::freed_after).
+  class HeldRows {
+   public:
+    HeldRows(int32_t blocks, int32_t stages)
+        : blocks_(blocks),
+          stages_(stages),
+          earlier_(static_cast<size_t>(blocks) + 1),
+          own_(static_cast<size_t>(blocks) * stages) {}
+    void Add(int32_t block, int32_t last, int64_t bytes) {
+      if (block == SizeRow::kEveryBlock) {
+        always_ += bytes;
+      } else if (block >= 0 && block < blocks_) {
+        earlier_[block + 1] += bytes;
+        Own(block, last, bytes);
+      }
     }
-  }
-  int32_t stages_;
-  int64_t always_ = 0;  // held through every block's backward
-  int64_t always_activations_ = 0;
-  // [b]: the blocks' before block b.
-  std::vector<int64_t> earlier_, earlier_activations_;
-  std::vector<int64_t> held_, held_activations_, workspace_;
+    void Own(int32_t block, int32_t last, int64_t bytes) {
+      for (int32_t k = 0; k < stages_ && k <= last; ++k) {
+        own_[static_cast<size_t>(block) * stages_ + k] += bytes;
+      }
+    }
+    void Finish() {  // earlier_[b]: the blocks' before block b
+      for (size_t b = 1; b < earlier_.size(); ++b)
+        earlier_[b] += earlier_[b - 1];
+    }
+    int64_t At(int32_t block, int32_t stage) const {
+      return always_ + earlier_[block] +
+             own_[static_cast<size_t>(block) * stages_ + stage];
+    }
+
+   private:
+    int32_t blocks_, stages_;
+    int64_t always_ = 0;
+    std::vector<int64_t> earlier_, own_;
+  };
+  int32_t blocks_, stages_;
+  HeldRows activations_, casts_;
+  std::vector<int64_t> workspace_;
 };
 
 // A moment of the step: the model state and inputs live throughout, with
@@ -408,8 +410,8 @@ Prediction PredictFromTable(const RunConfig& config, SizeTable table,
             : "backward of block " + std::to_string(busiest) + at +
                   ": the saved tensors still held and its "
                   "workspace rows",
-        backward_state, sizes.InBackwardOf(busiest, stage),
-        sizes.Workspace(busiest, stage), sizes.CastsInBackward(busiest));
+        backward_state, live.Activations(busiest, stage),
+        live.Workspace(busiest, stage), live.Casts(busiest, stage));
   }
 
   // Late in backward: the rows outside the blocks still saved, and the
@@ -418,7 +420,7 @@ Prediction PredictFromTable(const RunConfig& config, SizeTable table,
     p.late_backward = MomentOf(
         Phase::kBackward,
         "late in backward, after every block's: the late workspace rows",
-        backward_state, sizes.InBackwardOf(SizeRow::kEveryBlock),
+        backward_state, sizes.HeldThroughTheBlocks(),
         sizes.Workspace(SizeRow::kNoBlock),
         sizes.CastsInBackward(SizeRow::kNoBlock));
   }
