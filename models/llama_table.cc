@@ -1,6 +1,7 @@
 // The Llama family's size table (models/llama.h builds the module). Note
 // [Llama saved tensors] lists what each op keeps for backward in LibTorch's
 // CPU kernels.
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 
@@ -76,6 +77,24 @@ namespace memprof {
 // With a tied head, lm_head's gradient of the embedding [V, d] waits in
 // autograd's input buffer through every layer's backward.
 //
+// Note [Llama attention backward]
+// A third stage, where a wide attention beside a narrow MLP (many heads,
+// a long T) peaks: scaled_dot_product_attention's backward, after o_proj's
+// and the norm's, the MLP's and post_attention_layernorm's saved rows
+// freed. Live: the residual's gradient [B, T, d] (checkpointed, also the
+// gradient into the layer, which the checkpoint holds), o_proj's input
+// gradient [B, T, HD], and the kernel's q, k and v gradients (zero-filled,
+// [B, H, T, D] and [B, K, T, D]: GQA needs no per-head copies). On the
+// CPU the flash kernel also takes, for each of the N threads, a block of
+// Q queries by C keys of scores and their gradient, float32 (Q = 32 below
+// T = 192, 64 below 768, else 256, and C = 512, each at most T), a second
+// in bfloat16 when the attention runs in bfloat16, and in each thread
+// that gets heads to work on (min(N, B*H)) its Q row sums, float32. N is
+// the rank's threads (OMP_NUM_THREADS, which `memprof profile` sets to
+// the cores shared between its ranks). The rotary's backward after it
+// frees more than it makes. With a GPU's kernels the scratch differs and
+// is not in the table.
+//
 // Note [Llama checkpointed]
 // As Note [Checkpointed activations] for GPT: forward keeps each layer's
 // input [B, T, d] (in bfloat16 when the model is); the rerun saves the
@@ -83,11 +102,12 @@ namespace memprof {
 // kept input itself (float32 residuals), plus the rerun's output.
 namespace {
 // A layer's backward stages (Note [Block stages]).
-constexpr int32_t kDownProj = 0, kSiluTimesUp = 1;
+constexpr int32_t kDownProj = 0, kSiluTimesUp = 1, kAttention = 2;
 }  // namespace
 
 SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
-                         bool checkpoint_blocks, Precision precision) {
+                         bool checkpoint_blocks, Precision precision,
+                         int cpu_threads) {
   const RowDtypes dt(precision);
   const Dtype f = dt.state, lo = dt.low, f32 = Dtype::kFloat32;
   const bool bf16 = precision == Precision::kBfloat16;
@@ -96,7 +116,10 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
       "B = micro-batch, T = llama.seq_len, d = llama.hidden_size, "
       "I = llama.intermediate_size, H = llama.num_attention_heads, "
       "K = llama.num_key_value_heads, D = llama.head_dim, "
-      "L = llama.num_hidden_layers, V = llama.vocab_size";
+      "L = llama.num_hidden_layers, V = llama.vocab_size, "
+      "N = CPU threads per rank (OMP_NUM_THREADS, else the cores shared "
+      "between the ranks), Q = the attention backward's query block (32 "
+      "below T = 192, 64 below 768, else 256; at most T), C = min(T, 512)";
   const auto p = RowKind::kParameter, s = RowKind::kSaved;
   const int64_t d = c.hidden_size, T = c.seq_len, H = c.num_attention_heads,
                 K = KeyValueHeads(c), D = HeadDim(c), I = c.intermediate_size,
@@ -112,15 +135,22 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
     const char* weight_terms;
     const char* bias_terms;
     bool bias;
+    // The last stage of its layer's backward that holds its weight's
+    // bfloat16 copy (Note [Llama under autocast]).
+    int32_t freed_after;
   };
   const Linear linears[] = {
-      {"self_attn.q_proj", hd, d, "[HD, d]", "[HD]", qkv_bias},
-      {"self_attn.k_proj", kd, d, "[KD, d]", "[KD]", qkv_bias},
-      {"self_attn.v_proj", kd, d, "[KD, d]", "[KD]", qkv_bias},
-      {"self_attn.o_proj", d, hd, "[d, HD]", "[d]", c.attention_bias},
-      {"mlp.gate_proj", I, d, "[I, d]", "[I]", c.mlp_bias},
-      {"mlp.up_proj", I, d, "[I, d]", "[I]", c.mlp_bias},
-      {"mlp.down_proj", d, I, "[d, I]", "[d]", c.mlp_bias},
+      {"self_attn.q_proj", hd, d, "[HD, d]", "[HD]", qkv_bias,
+       SizeRow::kWholeBlock},
+      {"self_attn.k_proj", kd, d, "[KD, d]", "[KD]", qkv_bias,
+       SizeRow::kWholeBlock},
+      {"self_attn.v_proj", kd, d, "[KD, d]", "[KD]", qkv_bias,
+       SizeRow::kWholeBlock},
+      {"self_attn.o_proj", d, hd, "[d, HD]", "[d]", c.attention_bias,
+       kSiluTimesUp},
+      {"mlp.gate_proj", I, d, "[I, d]", "[I]", c.mlp_bias, kSiluTimesUp},
+      {"mlp.up_proj", I, d, "[I, d]", "[I]", c.mlp_bias, kSiluTimesUp},
+      {"mlp.down_proj", d, I, "[d, I]", "[d]", c.mlp_bias, kDownProj},
   };
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string n = "model.layers." + std::to_string(i) + ".";
@@ -200,19 +230,24 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
   // that is a kept checkpoint input), rstd and normalized input, and what
   // the linears after it keep of its output.
   // `next`: each linear after it, with its weight's name.
+  // `freed_after`: the last stage of its layer's backward that holds them.
   auto add_norm =
       [&](const std::string& name, RowKind kind, bool with_input,
-          std::initializer_list<std::pair<const char*, std::string>> next) {
+          std::initializer_list<std::pair<const char*, std::string>> next,
+          int32_t freed_after = SizeRow::kWholeBlock) {
         const std::string weight = name + ".weight";
         if (with_input) {
           t.Add(name + (bf16 ? " input's float32 copy" : " input (residual)"),
                 kind, {b, T, d}, "[B, T, d]", f32);
           t.NeededWhen(before(weight));
+          t.FreedAfter(freed_after);
         }
         t.Add(name + " rstd", kind, {b, T, 1}, "[B, T, 1]", f32);
         t.NeededWhen(before(weight));
+        t.FreedAfter(freed_after);
         t.Add(name + " normalized input", kind, {b, T, d}, "[B, T, d]", f);
         t.NeededWhen("", {weight});
+        t.FreedAfter(freed_after);
         std::string users;
         std::vector<std::string> weights;
         for (const auto& [linear, linear_weight] : next) {
@@ -220,6 +255,7 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
             t.Add(name + " output's bfloat16 copy (" + linear + " input)", kind,
                   {b, T, d}, "[B, T, d]", lo);
             t.NeededWhen("", {linear_weight});
+            t.FreedAfter(freed_after);
           }
           users += (users.empty() ? "" : ", ") + std::string(linear);
           weights.push_back(linear_weight);
@@ -228,6 +264,7 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
           t.Add(name + " output (" + users + " input)", kind, {b, T, d},
                 "[B, T, d]", f);
           t.NeededWhen("", weights);
+          t.FreedAfter(freed_after);
         }
       };
   // Every layer's backward is a predicted moment, checkpointed or not.
@@ -267,9 +304,11 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
     t.NeededWhen(in_norm, qkv_o);
     t.Add(a + "attention log-sum-exp", own, {b, H, T}, "[B, H, T]", f32);
     t.NeededWhen(in_norm, qkv);
+    // Freed by the MLP's and this norm's backward, before the attention's.
     add_norm(n + "post_attention_layernorm", own, true,
              {{"gate_proj", n + "mlp.gate_proj.weight"},
-              {"up_proj", n + "mlp.up_proj.weight"}});
+              {"up_proj", n + "mlp.up_proj.weight"}},
+             kSiluTimesUp);
     // silu keeps its input, silu x up each factor for the other's
     // gradient, down_proj its input for its weight's.
     const std::string post_norm = n + "post_attention_layernorm.weight";
@@ -278,10 +317,13 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
     t.Add(n + "mlp gate_proj output (silu input)", own, {b, T, I}, "[B, T, I]",
           lo);
     t.NeededWhen(post_norm, gate);
+    t.FreedAfter(kSiluTimesUp);
     t.Add(n + "mlp silu output", own, {b, T, I}, "[B, T, I]", lo);
     t.NeededWhen(post_norm, up);
+    t.FreedAfter(kSiluTimesUp);
     t.Add(n + "mlp up_proj output", own, {b, T, I}, "[B, T, I]", lo);
     t.NeededWhen(post_norm, gate);
+    t.FreedAfter(kSiluTimesUp);
     t.Add(n + "mlp silu x up (down_proj input)", own, {b, T, I}, "[B, T, I]",
           lo);
     t.NeededWhen("", {n + "mlp.down_proj.weight"});
@@ -295,6 +337,7 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
       for (const Linear& l : linears) {
         t.Add(n + l.name + ".weight's bfloat16 copy", held, {l.out, l.in},
               l.weight_terms, lo);
+        t.FreedAfter(l.freed_after);
       }
     }
     t.SetBlock(first, static_cast<int32_t>(i));
@@ -359,7 +402,13 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
   AddHeadBackward(t, {b, T, d, V, head, "model.norm.weight", f32}, dt);
   // Each layer's backward peaks in its MLP (Note [Llama backward
   // moments]).
-  t.stages = {"at its MLP's down_proj", "at its MLP's silu x up"};
+  t.stages = {"at its MLP's down_proj", "at its MLP's silu x up",
+              "in its attention's backward"};
+  // The attention backward's blocks of queries and keys (Note [Llama
+  // attention backward]).
+  const int64_t query_block =
+                    std::min<int64_t>(T, T >= 768 ? 256 : (T >= 192 ? 64 : 32)),
+                key_block = std::min<int64_t>(T, 512);
   for (int32_t i = 0; i < t.blocks; ++i) {
     const std::string n = "model.layers." + std::to_string(i) + " backward: ";
     const auto w = RowKind::kWorkspace;
@@ -396,6 +445,48 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
       t.Add(n + "up_proj output gradient", w, {b, T, I}, "[B, T, I]", lo);
       t.NeededWhen(post_norm, params_of(l, kUp, kUp));
     });
+    // The attention's backward, the MLP's and post_attention_layernorm's
+    // rows freed: its gradients beside its saved q, k, v and output (Note
+    // [Llama attention backward]).
+    const size_t attention = t.rows.size();
+    const std::string in_norm = l + "input_layernorm.weight";
+    const std::vector<std::string> qkv = params_of(l, kQ, kV);
+    auto attention_row = [&](const std::string& what,
+                             std::vector<int64_t> shape, const char* terms,
+                             Dtype dtype) {
+      t.Add(n + what, w, std::move(shape), terms, dtype);
+      t.NeededWhen(in_norm, qkv);
+    };
+    if (checkpoint_blocks) {
+      // The checkpoint holds it through the rerun's backward.
+      attention_row("gradient into the layer", {b, T, d}, "[B, T, d]", f);
+    }
+    // Held for the layer before it, while that layer's output requires
+    // grad (else freed by o_proj's backward).
+    t.Add(n + "residual gradient", w, {b, T, d}, "[B, T, d]", f);
+    t.NeededWhen(before(in_norm));
+    attention_row("o_proj input gradient", {b, T, hd}, "[B, T, HD]", lo);
+    attention_row("q gradient", {b, H, T, D}, "[B, H, T, D]", lo);
+    attention_row("k gradient", {b, K, T, D}, "[B, K, T, D]", lo);
+    attention_row("v gradient", {b, K, T, D}, "[B, K, T, D]", lo);
+    if (cpu_threads > 0) {
+      const int64_t threads = cpu_threads;
+      attention_row("each thread's scores and their gradient",
+                    {threads, 2 * query_block * key_block}, "[N, 2QC]", f32);
+      if (lo != f32) {
+        attention_row("each thread's scores and their gradient, bfloat16",
+                      {threads, 2 * query_block * key_block}, "[N, 2QC]", lo);
+      }
+      attention_row("each working thread's row sums",
+                    {std::min(threads, b * H), query_block}, "[min(N, BH), Q]",
+                    f32);
+    }
+    if (c.tie_word_embeddings) {
+      t.Add(n + "embed_tokens gradient from lm_head", w, {V, d}, "[V, d]", f);
+      t.NeededWhen("", {"model.embed_tokens.weight"});
+    }
+    attention_row("loss gradient", {}, "[]", f32);
+    t.SetStage(attention, kAttention);
     t.SetBlock(first, i);
   }
   // Late in backward, at the embedding: its gradient [V, d] (with a tied

@@ -5,6 +5,7 @@
 
 #include "models/frozen_rows.h"
 #include "models/lora_rows.h"
+#include "profiler/base/cpu_threads.h"
 #include "profiler/base/frozen_parameters.h"
 #include "profiler/base/human_bytes.h"
 
@@ -187,7 +188,8 @@ Precision PrecisionOf(const TrainConfig& train) {
 
 namespace {
 
-SizeTable ModelSizeTable(const RunConfig& config, int64_t micro_batch) {
+SizeTable ModelSizeTable(const RunConfig& config, int64_t micro_batch,
+                         int cpu_threads) {
   const bool checkpoint_blocks =
       config.train.activation_checkpointing == "blocks";
   const Precision precision = PrecisionOf(config.train);
@@ -195,8 +197,13 @@ SizeTable ModelSizeTable(const RunConfig& config, int64_t micro_batch) {
     return GptSizeTable(config.gpt, micro_batch, checkpoint_blocks, precision);
   }
   if (config.model == "llama") {
+    const int threads =
+        config.train.device != "cpu"
+            ? 0
+            : (cpu_threads > 0 ? cpu_threads
+                               : CpuThreadsPerRank(config.ddp.world_size));
     return LlamaSizeTable(config.llama, micro_batch, checkpoint_blocks,
-                          precision);
+                          precision, threads);
   }
   if (config.model == "resnet") {
     return ResnetSizeTable(config.resnet, micro_batch, checkpoint_blocks,
@@ -207,8 +214,9 @@ SizeTable ModelSizeTable(const RunConfig& config, int64_t micro_batch) {
 
 }  // namespace
 
-SizeTable BuildSizeTable(const RunConfig& config, int64_t micro_batch) {
-  SizeTable table = ModelSizeTable(config, micro_batch);
+SizeTable BuildSizeTable(const RunConfig& config, int64_t micro_batch,
+                         int cpu_threads) {
+  SizeTable table = ModelSizeTable(config, micro_batch, cpu_threads);
   if (config.lora.rank > 0) ApplyLora(config, table);
   const std::vector<std::string> frozen = FreezePrefixes(config.train.freeze);
   if (!frozen.empty()) ApplyFreezing(frozen, table);

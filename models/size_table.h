@@ -182,17 +182,23 @@ struct SizeTable {
 // The table of config.model at `micro_batch` samples per rank. Expects a
 // validated config.
 // Checkpointed blocks when config.train.activation_checkpointing is blocks;
-// train.freeze applied (models/frozen_rows.h).
-SizeTable BuildSizeTable(const RunConfig& config, int64_t micro_batch);
+// train.freeze applied (models/frozen_rows.h). `cpu_threads`: a CPU
+// rank's threads where known; 0: CpuThreadsPerRank's
+// (profiler/base/cpu_threads.h).
+SizeTable BuildSizeTable(const RunConfig& config, int64_t micro_batch,
+                         int cpu_threads = 0);
 
 SizeTable MlpSizeTable(const MlpConfig& config, int64_t micro_batch,
                        Precision precision = Precision::kFloat32);
 SizeTable GptSizeTable(const GptConfig& config, int64_t micro_batch,
                        bool checkpoint_blocks = false,
                        Precision precision = Precision::kFloat32);
+// `cpu_threads`: the threads of a CPU rank (profiler/base/cpu_threads.h),
+// whose attention backward takes per-thread buffers; 0 on a GPU.
 SizeTable LlamaSizeTable(const LlamaConfig& config, int64_t micro_batch,
                          bool checkpoint_blocks = false,
-                         Precision precision = Precision::kFloat32);
+                         Precision precision = Precision::kFloat32,
+                         int cpu_threads = 1);
 SizeTable ResnetSizeTable(const ResnetConfig& config, int64_t micro_batch,
                           bool checkpoint_blocks = false,
                           Precision precision = Precision::kFloat32);

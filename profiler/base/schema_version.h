@@ -8,7 +8,7 @@
 namespace memprof {
 
 // Every file memprof writes names its schema; these are the only spellings.
-inline constexpr const char* kRankSchema = "memprof.rank/1.14";
+inline constexpr const char* kRankSchema = "memprof.rank/1.15";
 inline constexpr const char* kSummarySchema = "memprof.summary/1";
 inline constexpr const char* kBaselineSchema = "memprof.baseline/1";
 inline constexpr const char* kCheckSchema = "memprof.check/1";

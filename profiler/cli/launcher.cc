@@ -14,6 +14,9 @@
 #include <optional>
 #include <thread>
 
+#include <ATen/Parallel.h>
+
+#include "profiler/base/cpu_threads.h"
 #include "profiler/base/errors.h"
 #include "profiler/base/rank_env.h"
 #include "profiler/cli/post_mortem.h"
@@ -86,11 +89,16 @@ pid_t SpawnRank(int rank, int world_size, const StoreSocket& store,
   } else {
     ::close(store.fd);
   }
-  // Share the cores between the local ranks unless told otherwise.
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const unsigned threads =
-      std::max(1u, cores / static_cast<unsigned>(world_size));
-  ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 0);
+  // Share the cores between the local ranks unless told otherwise, as
+  // many threads as LibTorch grants (at most its default, the physical
+  // cores, which at::get_num_threads reports here where more are asked
+  // for): the rank's prediction sizes its kernels' per-thread buffers by
+  // what it reads here.
+  ::setenv("OMP_NUM_THREADS",
+           std::to_string(
+               std::min(CpuThreadsPerRank(world_size), at::get_num_threads()))
+               .c_str(),
+           1);
   std::vector<std::string> args = {"memprof", "profile"};
   args.insert(args.end(), words.begin(), words.end());
   std::vector<char*> argv;

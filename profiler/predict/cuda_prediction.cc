@@ -148,11 +148,15 @@ CudaPrediction PredictOnCuda(const Prediction& p, const RunConfig& config) {
           s.AllocRowsOf(table, RowKind::kRecomputed, freed_before_stage);
       const std::vector<uint64_t> rerun = s.AllocRowsOf(
           table, RowKind::kRecomputed, in_blocks(busiest, busiest));
-      const std::vector<uint64_t> rerun_casts =
-          s.AllocRowsOf(table, RowKind::kRecomputedCast, is(busiest));
+      const std::vector<uint64_t> rerun_casts_early =
+          s.AllocRowsOf(table, RowKind::kRecomputedCast, freed_before_stage);
+      const std::vector<uint64_t> rerun_casts = s.AllocRowsOf(
+          table, RowKind::kRecomputedCast, in_blocks(busiest, busiest));
       // Its stages before the busiest freed what they held.
       s.Free(rerun_early);
+      s.Free(rerun_casts_early);
       s.Free(saved.before_stage);
+      s.Free(casts.before_stage);
       const std::vector<uint64_t> its = s.AllocRowsOf(
           table, RowKind::kWorkspace, [busiest, stage](const SizeRow& row) {
             return row.block == busiest && row.stage == stage;

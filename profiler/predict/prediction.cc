@@ -132,11 +132,11 @@ class BlockStages {
         case RowKind::kRecomputed:  // the block's own, not yet freed
           if (in_block) activations_.Own(row.block, row.freed_after, bytes);
           break;
-        case RowKind::kWeightCast:  // as kSaved rows, for the whole block
-          casts_.Add(row.block, SizeRow::kWholeBlock, bytes);
+        case RowKind::kWeightCast:  // as kSaved rows
+          casts_.Add(row.block, row.freed_after, bytes);
           break;
         case RowKind::kRecomputedCast:
-          if (in_block) casts_.Own(row.block, SizeRow::kWholeBlock, bytes);
+          if (in_block) casts_.Own(row.block, row.freed_after, bytes);
           break;
         case RowKind::kWorkspace:
           if (in_block && row.stage < stages_) {
@@ -267,9 +267,10 @@ std::vector<int64_t> RebuiltBuckets(const SizeTable& table,
   return buckets;
 }
 
-Prediction Predict(const RunConfig& config, int rank) {
+Prediction Predict(const RunConfig& config, int rank, int cpu_threads) {
   const int64_t micro_batch = MicroBatch(config);
-  return PredictFromTable(config, BuildSizeTable(config, micro_batch),
+  return PredictFromTable(config,
+                          BuildSizeTable(config, micro_batch, cpu_threads),
                           micro_batch, rank);
 }
 

@@ -104,7 +104,9 @@ bool FreshGradientsBesideBuckets(const RunConfig& config);
 // The prediction for rank `rank` of `config` (micro-batch from
 // MicroBatch()). Ranks differ only under ddp.zero_stage 1, in optimizer
 // state and the optimizer's workspace. Expects a validated config.
-Prediction Predict(const RunConfig& config, int rank = 0);
+// `cpu_threads`: a CPU rank's threads where known (ReportContext::
+// cpu_threads); 0: as the launcher would give them (CpuThreadsPerRank).
+Prediction Predict(const RunConfig& config, int rank = 0, int cpu_threads = 0);
 
 // The same from a given table at `micro_batch`: a program's own model
 // (the session builds its parameter and buffer rows from the tracked

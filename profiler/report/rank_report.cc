@@ -241,6 +241,7 @@ Json ContextJson(const ReportContext& c) {
               {"hostname", c.hostname},
               {"pid", c.pid},
               {"session_start_unix_us", c.session_start_unix_us},
+              {"cpu_threads", c.cpu_threads},
               {"config", ToJson(c.config)},
               {"config_origins", c.config.origins}};
 }

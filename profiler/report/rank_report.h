@@ -47,6 +47,10 @@ struct ReportContext {
   std::string hostname;
   int64_t pid = 0;
   int64_t session_start_unix_us = 0;  // the hook's session, wall clock
+  // The threads its CPU kernels use (at::get_num_threads()), which size
+  // their per-thread buffers in the prediction; 0: a GPU rank, or not
+  // recorded (before memprof.rank/1.15).
+  int cpu_threads = 0;
   RunConfig config;
 };
 

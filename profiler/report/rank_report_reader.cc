@@ -2,6 +2,7 @@
 #include <climits>
 #include <limits>
 
+#include "profiler/base/cpu_threads.h"
 #include "profiler/base/json_reader.h"
 #include "profiler/base/regular_file.h"
 #include "profiler/base/schema_version.h"
@@ -320,6 +321,9 @@ ReportContext RankReportReader::Context(const Json& c) const {
   out.pid = r_.Integer(c, "context", "pid", 0, kMaxInt64);
   out.session_start_unix_us =
       r_.Integer(c, "context", "session_start_unix_us", 0, kMaxInt64);
+  if (c.contains("cpu_threads")) {  // since memprof.rank/1.15
+    out.cpu_threads = Int(c, "context", "cpu_threads", 0, kMaxCpuThreads);
+  }
   out.config = Config(r_.Object(c, "context", "config"), "context.config");
   if (c.contains("config_origins")) {  // since memprof.rank/1.8
     const Json& origins = r_.Object(c, "context", "config_origins");

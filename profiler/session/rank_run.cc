@@ -242,7 +242,7 @@ RankReport RecoverRankReport(const std::string& capture_path,
   run.config = run.context.config;
   run.micro_batch = meta.value("micro_batch", int64_t{0});
   if (run.config.model != "program") {
-    run.prediction = Predict(run.config, run.rank);
+    run.prediction = Predict(run.config, run.rank, run.context.cpu_threads);
   } else if (std::optional<ProgramMeta> program =
                  ReadProgramMeta(ProgramMetaPath(capture_path));
              program && program->context.pid == run.context.pid &&

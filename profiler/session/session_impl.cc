@@ -9,6 +9,7 @@
 #include <exception>
 #include <filesystem>
 
+#include <ATen/Parallel.h>
 #include <torch/version.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
@@ -87,6 +88,7 @@ ReportContext ContextOf(const RankRun& run) {
   c.git_sha = MEMPROF_GIT_SHA;
   c.hostname = Hostname();
   c.pid = static_cast<int64_t>(::getpid());
+  c.cpu_threads = run.device == "cpu" ? at::get_num_threads() : 0;
   c.config = run.config;
   return c;
 }
@@ -244,8 +246,11 @@ SessionImpl::SessionImpl(SessionOptions options, SessionSetup setup)
     run_.micro_batch =
         setup_.config ? MicroBatch(*setup_.config) : options_.micro_batch;
     run_.config = setup_.config ? *setup_.config : ProgramConfig();
-    if (setup_.config) run_.prediction = Predict(*setup_.config, run_.rank);
     run_.context = ContextOf(run_);
+    if (setup_.config) {
+      run_.prediction =
+          Predict(*setup_.config, run_.rank, run_.context.cpu_threads);
+    }
     CaptureOutputs outputs;
     if (setup_.outputs) {
       outputs = *setup_.outputs;
