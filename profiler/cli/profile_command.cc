@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <regex>
+#include <set>
 
 #include <torch/version.h>
 
@@ -112,7 +113,8 @@ std::vector<RankReport> RunThisRank(const RunConfig& config,
 // snapshot-<r>.json or .pickle, summary.json, report.md, report.html,
 // trace.json, and the temporaries of any of them, NAME.tmp.<pid>, that a
 // process killed while writing left), so that a 1-rank run after a 2-rank
-// one does not leave rank-1.json for `memprof report` to read. Ranks started by
+// one does not leave rank-1.json for `memprof report` to read, and says so
+// on standard error, naming them (-q too: files were lost). Ranks started by
 // torchrun, srun or mpirun share one --out per machine and are neither locked
 // nor cleaned here.
 void ClaimOutputDirectory(const std::string& dir) {
@@ -131,12 +133,23 @@ void ClaimOutputDirectory(const std::string& dir) {
   }
   // Kept open, so locked, until the process ends.
   static const std::regex kTemporary("(.*)\\.tmp\\.[0-9]+");
+  std::set<std::string> replaced;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
     std::string name = entry.path().filename().string();
     std::smatch written;
     if (std::regex_match(name, written, kTemporary)) name = written[1].str();
-    if (IsRunFileName(name)) fs::remove(entry.path());
+    if (!IsRunFileName(name)) continue;
+    fs::remove(entry.path());
+    replaced.insert(entry.path().filename().string());
   }
+  if (replaced.empty()) return;
+  std::string names;
+  for (const std::string& name : replaced) {
+    names += (names.empty() ? "" : ", ") + name;
+  }
+  std::cerr << "memprof: --out " << dir << ": removed an earlier run's "
+            << replaced.size() << (replaced.size() == 1 ? " file" : " files")
+            << " (" << names << "); give each run its own --out to keep them\n";
 }
 
 }  // namespace

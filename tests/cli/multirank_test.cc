@@ -344,6 +344,15 @@ TEST_F(MultiRankTest, ARunOwnsItsOutputDirectory) {
   const CommandResult solo =
       RunMemprof(std::string("profile --config ") + kTiny + " --out " + dir);
   ASSERT_EQ(solo.exit_code, 0) << solo.output;
+  // Said, naming them (the temporaries by their own names).
+  EXPECT_NE(
+      solo.output.find("--out " + dir +
+                       ": removed an earlier run's 11 files (rank-0.json, "),
+      std::string::npos)
+      << solo.output;
+  EXPECT_NE(solo.output.find("rank-1.json, rank-1.json.tmp.4242,"),
+            std::string::npos)
+      << solo.output;
   EXPECT_FALSE(fs::exists(fs::path(dir) / "rank-1.json"));
   EXPECT_FALSE(fs::exists(fs::path(dir) / "snapshot-1.json"));
   for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
