@@ -4,8 +4,10 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +15,7 @@
 #include <string>
 
 #include "profiler/base/errors.h"
+#include "profiler/base/human_bytes.h"
 
 namespace memprof {
 namespace {
@@ -111,9 +114,31 @@ void CaptureWriter::Open(const std::string& path, int64_t begin_seq,
   end_ = window_ + kWindowRecords;
 }
 
+// "" while writing `bytes` more leaves the file system of `fd` its reserve
+// (Note [Capture file]); else why the capture stops.
+std::string ReserveShortfall(int fd, size_t bytes, int64_t file_bytes,
+                             const std::string& path) {
+  struct statvfs fs {};
+  if (::fstatvfs(fd, &fs) != 0) return "";  // the write itself will tell
+  const int64_t unit = static_cast<int64_t>(fs.f_frsize);
+  const int64_t free_bytes = static_cast<int64_t>(fs.f_bavail) * unit;
+  const int64_t size = static_cast<int64_t>(fs.f_blocks) * unit;
+  const int64_t reserve = std::min(kCaptureDiskReserve, size / 20);
+  if (free_bytes - static_cast<int64_t>(bytes) >= reserve) return "";
+  return "capture file " + (path.empty() ? std::string("(temporary)") : path) +
+         ": stopped at " + HumanBytes(file_bytes) + ": its file system has " +
+         HumanBytes(free_bytes) + " free, and the capture leaves it " +
+         HumanBytes(reserve) +
+         "; free space on its file system, choose another --out, or profile "
+         "fewer steps";
+}
+
 void CaptureWriter::Spill() {
   const size_t bytes = static_cast<size_t>(cursor_ - window_) * sizeof(Record);
   const char* from = reinterpret_cast<const char*>(window_);
+  if (error_.empty()) {
+    error_ = ReserveShortfall(fd_, bytes, SpillOffset(spilled_), path_);
+  }
   for (size_t done = 0; done < bytes && error_.empty();) {
     const ssize_t n =
         ::pwrite(fd_, from + done, bytes - done, SpillOffset(spilled_) + done);

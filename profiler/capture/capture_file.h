@@ -39,8 +39,12 @@
 // spill that fails (a disk filled since) keeps its window in the ring, the
 // last one the file holds, discards what follows, and the error is raised
 // at the next phase mark (MemoryTracker::SetPhase): the file stays a whole
-// prefix of the session. A session holds an exclusive flock on its named
-// file while it runs (the kernel drops it however the process ends), so a
+// prefix of the session. A capture grows 32 bytes an event for as long as
+// the run lasts, so it leaves its file system a reserve: a spill that
+// would leave less free than kCaptureDiskReserve (1 GiB, or a twentieth of
+// a smaller file system) fails the same way, before the disk is full for
+// everything else on the machine. A session holds an exclusive flock on its
+// named file while it runs (the kernel drops it however the process ends), so a
 // reader tells a live rank's capture from a killed one's (CaptureLive).
 //
 // Note [Damaged capture]
@@ -121,6 +125,9 @@ inline int32_t StepOfMarkWord(uint64_t a) {
 }
 inline constexpr size_t kCaptureHeaderBytes = 4096;
 inline constexpr size_t kCaptureWindowBytes = size_t{1} << 20;
+// The free space a capture leaves its file system (Note [Capture file]):
+// this much, or a twentieth of a file system smaller than 20 times it.
+inline constexpr int64_t kCaptureDiskReserve = int64_t{1} << 30;
 inline constexpr int kCaptureRingWindows = 2;
 
 // Kind in the top byte, the payload folded by xor below (four
