@@ -91,6 +91,10 @@ class CheckpointFunction
       torch::autograd::variable_list grad_outputs) {
     auto block = c10::static_intrusive_pointer_cast<Block>(
         ctx->saved_data["block"].toCapsule());
+    // Dropped from the graph now: what the block's forward holds (Llama's
+    // rotary cos and sin) would otherwise live until the graph is freed,
+    // through the optimizer's step.
+    ctx->saved_data.erase("block");
     const torch::Tensor x = ctx->get_saved_variables()[0];
     const torch::Tensor leaf = x.detach().requires_grad_(true);
     RecomputeObserver* observer = g_observer.load();
