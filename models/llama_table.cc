@@ -116,10 +116,16 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
       "B = micro-batch, T = llama.seq_len, d = llama.hidden_size, "
       "I = llama.intermediate_size, H = llama.num_attention_heads, "
       "K = llama.num_key_value_heads, D = llama.head_dim, "
-      "L = llama.num_hidden_layers, V = llama.vocab_size, "
-      "N = CPU threads per rank (OMP_NUM_THREADS, else the cores shared "
-      "between the ranks), Q = the attention backward's query block (32 "
-      "below T = 192, 64 below 768, else 256; at most T), C = min(T, 512)";
+      "L = llama.num_hidden_layers, V = llama.vocab_size";
+  if (cpu_threads > 0) {
+    t.symbols +=
+        ", N = " + std::to_string(cpu_threads) +
+        ", a rank's CPU threads (in a run, LibTorch's; in predict, "
+        "MKL_NUM_THREADS or OMP_NUM_THREADS where set, else the cores "
+        "shared between the ranks), Q = the attention backward's query "
+        "block (32 below T = 192, 64 below 768, else 256; at most T), C = "
+        "min(T, 512)";
+  }
   const auto p = RowKind::kParameter, s = RowKind::kSaved;
   const int64_t d = c.hidden_size, T = c.seq_len, H = c.num_attention_heads,
                 K = KeyValueHeads(c), D = HeadDim(c), I = c.intermediate_size,
