@@ -4,8 +4,10 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -152,6 +154,37 @@ void ClaimOutputDirectory(const std::string& dir) {
             << " (" << names << "); give each run its own --out to keep them\n";
 }
 
+// Note [Interrupted run]
+// A job of one that ^C or SIGTERM stops dies by the signal, as before, its
+// capture left in --out; first it says, on standard error, how to get the
+// reports from what it recorded. The handler only writes a message made
+// before it was installed, then raises the signal again with its default
+// action (async-signal-safe). The local launcher forwards the stop to its
+// ranks itself (profiler/cli/stop_signals.h).
+char g_interrupted[1024];
+size_t g_interrupted_bytes = 0;
+
+extern "C" void SayHowToRecoverAndStop(int signal) {
+  ssize_t ignored = ::write(STDERR_FILENO, g_interrupted, g_interrupted_bytes);
+  (void)ignored;
+  ::signal(signal, SIG_DFL);
+  ::raise(signal);
+}
+
+void SayHowToRecoverWhenStopped(const std::string& dir) {
+  const std::string message =
+      "\nmemprof: stopped by a signal; 'memprof report --run " + dir +
+      "' writes the reports from what the run recorded\n";
+  g_interrupted_bytes = std::min(message.size(), sizeof g_interrupted);
+  std::memcpy(g_interrupted, message.data(), g_interrupted_bytes);
+  for (int signal : {SIGINT, SIGTERM}) {
+    struct sigaction action {};
+    action.sa_handler = SayHowToRecoverAndStop;
+    ::sigemptyset(&action.sa_mask);
+    ::sigaction(signal, &action, nullptr);
+  }
+}
+
 }  // namespace
 
 int RunProfileCommand(const ProfileArgs& args) {
@@ -221,7 +254,10 @@ int RunProfileCommand(const ProfileArgs& args) {
     return GateRun(*baseline, LoadRun(args.out_dir), args.out_dir, args.check);
   }
   CreateOutputDirectory("--out", args.out_dir);  // before any training
-  if (!topology) ClaimOutputDirectory(args.out_dir);
+  if (!topology) {
+    ClaimOutputDirectory(args.out_dir);
+    SayHowToRecoverWhenStopped(args.out_dir);  // Note [Interrupted run]
+  }
   const GroupBackend backend =
       BackendOf(config, topology ? topology->local_rank : 0);
   // A job of one serves its own store on 127.0.0.1 at a free port.
