@@ -425,16 +425,19 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
     // Each stage's rows: beside its own, the gradient into the layer and
     // down_proj's input gradient, lm_head's gradient of a tied embedding
     // and the loss's.
+    // With a tied head, lm_head's gradient of the embedding, waiting.
+    const auto tied_head_gradient = [&] {
+      if (!c.tie_word_embeddings) return;
+      t.Add(n + "embed_tokens gradient from lm_head", w, {V, d}, "[V, d]", f);
+      t.NeededWhen("", {"model.embed_tokens.weight"});
+    };
     const auto stage = [&](int32_t k, const auto& add_own_rows) {
       const size_t first = t.rows.size();
       t.Add(n + "gradient into the layer", w, {b, T, d}, "[B, T, d]", f);
       t.NeededWhen(runs);
       t.Add(n + "down_proj input gradient", w, {b, T, I}, "[B, T, I]", lo);
       t.NeededWhen(before(l + "mlp.down_proj.weight"));
-      if (c.tie_word_embeddings) {
-        t.Add(n + "embed_tokens gradient from lm_head", w, {V, d}, "[V, d]", f);
-        t.NeededWhen("", {"model.embed_tokens.weight"});
-      }
+      tied_head_gradient();
       t.Add(n + "loss gradient", w, {}, "[]", f32);
       t.NeededWhen(runs);
       add_own_rows();
@@ -487,10 +490,7 @@ SizeTable LlamaSizeTable(const LlamaConfig& c, int64_t b,
                     {std::min(threads, b * H), query_block}, "[min(N, BH), Q]",
                     f32);
     }
-    if (c.tie_word_embeddings) {
-      t.Add(n + "embed_tokens gradient from lm_head", w, {V, d}, "[V, d]", f);
-      t.NeededWhen("", {"model.embed_tokens.weight"});
-    }
+    tied_head_gradient();
     attention_row("loss gradient", {}, "[]", f32);
     t.SetStage(attention, kAttention);
     t.SetBlock(first, i);

@@ -41,11 +41,15 @@ off_t SpillOffset(int64_t s) {
   return static_cast<off_t>(kMappedBytes + s * kCaptureWindowBytes);
 }
 
+// "capture file PATH", as its errors name it.
+std::string CaptureName(const std::string& path) {
+  return "capture file " + (path.empty() ? std::string("(temporary)") : path);
+}
+
 // "capture file PATH: WHAT: REASON", with the remedy for a full disk.
 std::string Failure(const std::string& what, const std::string& path) {
   const bool full = errno == ENOSPC || errno == EDQUOT;
-  return "capture file " + (path.empty() ? std::string("(temporary)") : path) +
-         ": " + what + ": " + std::strerror(errno) +
+  return CaptureName(path) + ": " + what + ": " + std::strerror(errno) +
          (full ? "; free space on its file system or choose another --out"
                : "");
 }
@@ -125,10 +129,9 @@ std::string ReserveShortfall(int fd, size_t bytes, int64_t file_bytes,
   const int64_t size = static_cast<int64_t>(fs.f_blocks) * unit;
   const int64_t reserve = std::min(kCaptureDiskReserve, size / 20);
   if (free_bytes - static_cast<int64_t>(bytes) >= reserve) return "";
-  return "capture file " + (path.empty() ? std::string("(temporary)") : path) +
-         ": stopped at " + HumanBytes(file_bytes) + ": its file system has " +
-         HumanBytes(free_bytes) + " free, and the capture leaves it " +
-         HumanBytes(reserve) +
+  return CaptureName(path) + ": stopped at " + HumanBytes(file_bytes) +
+         ": its file system has " + HumanBytes(free_bytes) +
+         " free, and the capture leaves it " + HumanBytes(reserve) +
          "; free space on its file system, choose another --out, or profile "
          "fewer steps";
 }
